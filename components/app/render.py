@@ -1,0 +1,62 @@
+"""Human-readable output (rich): ranked passages, or the answer with its span highlighted in context."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+CONTEXT_CHARS = 160
+
+
+def _snippet(text: str, n: int = 220) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= n else text[: n - 1] + "…"
+
+
+def print_retrieval(console: Console, result: dict[str, Any]) -> None:
+    table = Table(title=f"[bold]{result['query']}[/bold]", show_lines=False, expand=True)
+    for col, style in (("#", "dim"), ("doc_id", "cyan"), ("chars", "dim"), ("score", ""), ("text", "")):
+        table.add_column(col, style=style, overflow="fold")
+    for i, d in enumerate(result["documents"][:10], start=1):
+        table.add_row(str(i), str(d["doc_id"]), f"{d['char_start']}–{d['char_end']}", f"{d['score']:.4f}", _snippet(d["text"]))
+    console.print(table)
+
+
+def print_answer(console: Console, result: dict[str, Any], source_text) -> None:
+    """``source_text(doc_id)`` returns the original text, used to show the span in context."""
+    console.print(f"[bold]Q:[/bold] {result['query']}")
+    if result.get("answer") is None:
+        console.print(f"[bold yellow]A: not found in the source[/bold yellow]  ({result.get('verdict')}: {result.get('reason')})")
+    else:
+        console.print(f"[bold green]A:[/bold green] {result['answer']}  [dim]({result.get('verdict')}: {result.get('reason')})[/dim]")
+        span = (result.get("spans") or [None])[0]
+        if span:
+            text = source_text(span["doc_id"])
+            s, e = span["char_start"], span["char_end"]
+            ctx = Text("…" + " ".join(text[max(0, s - CONTEXT_CHARS) : s].split()) + " ")
+            ctx.append(text[s:e], style="bold black on yellow")
+            ctx.append(" " + " ".join(text[e : e + CONTEXT_CHARS].split()) + "…")
+            console.print(ctx)
+            console.print(f"[dim]source: {span['doc_id']} chars {s}–{e}[/dim]")
+    console.print(f"[dim]route: {' → '.join(result.get('route') or [])}[/dim]")
+    if result.get("citations"):
+        console.print(f"[dim]citations: {result['citations']}[/dim]")
+    console.print()
+
+
+def print_summary(console: Console, summary: dict[str, Any]) -> None:
+    for stage, m in (summary.get("retrieval") or {}).items():
+        console.print(f"[bold]{stage:9}[/bold] " + "  ".join(
+            f"{k} {v:.3f}" if isinstance(v, float) else f"{k} {v}" for k, v in m.items()))
+    reading = summary.get("reading") or {}
+    if reading:
+        keys = ("exact", "f1", "HasAns_f1", "NoAns_exact", "answer_in_span_rate", "not_found_rate_unanswerable",
+                "abstention_precision", "abstention_recall", "mean_reader_tokens")
+        console.print("[bold]reading[/bold]   " + "  ".join(
+            f"{k} {reading[k]:.3f}" for k in keys if isinstance(reading.get(k), (int, float))))
+        console.print(f"[bold]verdicts[/bold]  {reading.get('verdicts')}")
+    if summary.get("taxonomy"):
+        console.print(f"[bold]taxonomy[/bold]  {summary['taxonomy']}")

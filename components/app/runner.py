@@ -1,0 +1,215 @@
+"""Run questions through a loaded pipeline and shape each result as spanqa's JSON contract.
+
+One result per query (README, "Output"): ``query``, ``documents`` and, for reading pipelines, ``answer``,
+``verdict``, ``reason``, ``route``, ``spans``, ``citations``, ``models`` and ``timings_ms``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import time
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+from haystack import tracing
+from haystack.tracing import Span, Tracer
+
+NOT_FOUND_TEXT = "not found in the source"
+
+
+class _TimingSpan(Span):
+    def __init__(self):
+        self.tags: dict[str, Any] = {}
+
+    def set_tag(self, key: str, value: Any) -> None:
+        self.tags[key] = value
+
+
+class TimingTracer(Tracer):
+    """A Haystack tracer that only sums the wall time of each component's runs (loops included)."""
+
+    def __init__(self):
+        self.ms: dict[str, float] = defaultdict(float)
+        self._current: Span | None = None
+
+    @contextlib.contextmanager
+    def trace(self, operation_name, tags=None, parent_span=None):
+        span = _TimingSpan()
+        start = time.perf_counter()
+        try:
+            yield span
+        finally:
+            if operation_name == "haystack.component.run" and tags:
+                self.ms[tags.get("haystack.component.name", "?")] += (time.perf_counter() - start) * 1000
+
+    def current_span(self):
+        return None
+
+
+def _by_type(pipeline, *class_names: str) -> list[str]:
+    return [name for name, comp in pipeline.walk() if type(comp).__name__ in class_names]
+
+
+def doc_json(d) -> dict[str, Any]:
+    return {
+        "doc_id": d.meta.get("doc_id"),
+        "chunk_id": d.meta.get("chunk_id", d.id),
+        "char_start": d.meta.get("char_start"),
+        "char_end": d.meta.get("char_end"),
+        "score": d.score,
+        "text": d.content,
+    }
+
+
+def unique_doc_ids(documents) -> list[str]:
+    """Source-document ids in rank order, each once (chunk rankings → document rankings)."""
+    return list(dict.fromkeys(d.meta.get("doc_id") for d in documents))
+
+
+class QueryRunner:
+    """Runs one pipeline for many questions; knows which components play which role by their class."""
+
+    def __init__(self, pipeline, audit_log: str | None = None):
+        self.pipeline = pipeline
+        self.retriever = next(iter(_by_type(pipeline, "HybridRetriever")), None)
+        self.joiner = next(iter(_by_type(pipeline, "RRFJoiner")), None)
+        self.ranker = next(iter(_by_type(pipeline, "CrossEncoderRanker")), None)
+        self.expander = next(iter(_by_type(pipeline, "SentenceWindowExpander")), None)
+        self.readers = _by_type(pipeline, "ExtractiveReader", "GenerativeReader")
+        self.verifier = next(iter(_by_type(pipeline, "VerifierRouter")), None)
+        if self.retriever is None:
+            from components.core.errors import SpanQAError
+
+            raise SpanQAError("The pipeline has no HybridRetriever component: spanqa needs one to find passages.")
+        self.audit_log = Path(audit_log) if audit_log else None
+        self.tracer = TimingTracer()
+        self.warmed = False
+
+    def warm_up(self) -> dict[str, float]:
+        """Load models and the index once; returns how long each component took."""
+        times = {}
+        for name, comp in self.pipeline.walk():
+            if hasattr(comp, "warm_up"):
+                start = time.perf_counter()
+                comp.warm_up()
+                times[name] = round((time.perf_counter() - start) * 1000, 1)
+        self.warmed = True
+        return times
+
+    def models(self) -> dict[str, str]:
+        return {name: comp.served_by for name, comp in self.pipeline.walk() if getattr(comp, "served_by", "")}
+
+    def store(self):
+        return self.pipeline.get_component(self.retriever).document_store
+
+    def abstain_threshold(self) -> float | None:
+        """The rerank score below which the pipeline abstains before reading (the one in force)."""
+        if not self.ranker:
+            return None
+        ranker = self.pipeline.get_component(self.ranker)
+        return getattr(ranker, "active_threshold", getattr(ranker, "score_threshold", None))
+
+    def ask(self, query: str, filters: dict | None = None, top_k: int | None = None,
+            retrieval_depth: int | None = None) -> dict[str, Any]:
+        """Run one question. ``top_k`` cuts the final ranking; ``retrieval_depth`` sets the retriever's lists."""
+        if not self.warmed:
+            self.warm_up()
+        inputs: dict[str, dict] = {self.retriever: {"query": query}}
+        if retrieval_depth:
+            inputs[self.retriever]["top_k"] = retrieval_depth
+        if filters is not None:
+            inputs[self.retriever]["filters"] = filters
+        for name in [self.ranker, self.verifier, *self.readers]:
+            if name:
+                inputs[name] = {"query": query}
+        last_ranking = self.ranker or self.joiner
+        if top_k and last_ranking:
+            inputs.setdefault(last_ranking, {})["top_k"] = top_k
+        self.tracer.ms.clear()
+        tracing.enable_tracing(self.tracer)
+        try:
+            out = self.pipeline.run(inputs, include_outputs_from={n for n in (self.retriever, self.joiner, self.ranker, self.expander) if n})
+        finally:
+            tracing.disable_tracing()
+        result = self._shape(query, out)
+        if self.audit_log is not None and self.readers:
+            self._audit(result)
+        return result
+
+    def _shape(self, query: str, out: dict[str, Any]) -> dict[str, Any]:
+        stages: dict[str, list] = {}
+        r = out.get(self.retriever, {})
+        if r.get("bm25_documents") is not None and self.pipeline.get_component(self.retriever).use_bm25:
+            stages["bm25"] = r["bm25_documents"]
+        if r.get("dense_documents") is not None and self.pipeline.get_component(self.retriever).use_dense:
+            stages["dense"] = r["dense_documents"]
+        if self.joiner and "documents" in out.get(self.joiner, {}):
+            stages["fused"] = out[self.joiner]["documents"]
+        if self.ranker and "documents" in out.get(self.ranker, {}):
+            stages["reranked"] = out[self.ranker]["documents"]
+        final = next((stages[s] for s in ("reranked", "fused", "dense", "bm25") if s in stages), [])
+        result: dict[str, Any] = {"query": query, "documents": [doc_json(d) for d in final]}
+        result["_stages"] = {s: unique_doc_ids(docs) for s, docs in stages.items()}
+        if self.readers:
+            result.update(self._answer(out))
+            windows = out.get(self.expander, {}).get("documents", []) if self.expander else []
+            result["_read"] = [doc_json(w) for w in windows]
+            usage = result.get("usage") or {}
+            result["_reader_tokens"] = usage.get("prompt_tokens") or sum(len(w.content.split()) for w in windows)
+            no_answer = (out.get(self.ranker, {}).get("no_answer") or [None])[0] if self.ranker else None
+            top = stages.get("reranked") or stages.get("fused") or []
+            result["_top_score"] = top[0].score if top else (no_answer.meta.get("best_score") if no_answer else None)
+        result["models"] = self.models()
+        result["timings_ms"] = {k: round(v, 1) for k, v in self.tracer.ms.items()}
+        return result
+
+    def _answer(self, out: dict[str, Any]) -> dict[str, Any]:
+        final = None
+        if self.verifier:
+            v = out.get(self.verifier, {})
+            final = (v.get("answers") or v.get("not_found") or [None])[0]
+        if final is None and self.ranker:
+            final = (out.get(self.ranker, {}).get("no_answer") or [None])[0]
+        if final is None:  # no verifier in the graph: the reader's best answer, unverified
+            for name in self.readers:
+                answers = out.get(name, {}).get("answers") or []
+                final = answers[0] if answers else None
+        meta = dict(getattr(final, "meta", {}) or {})
+        data = getattr(final, "data", None)
+        verdict = meta.get("verdict") or ("UNVERIFIED" if data else "NOT_FOUND")
+        if verdict != "SUPPORTED" and self.verifier:
+            data = None
+        spans = meta.get("spans") or []
+        return {
+            "answer": data,
+            "verdict": verdict,
+            "reason": meta.get("reason", ""),
+            "route": meta.get("route", []),
+            "spans": spans,
+            "citations": meta.get("citations", []),
+            "score": getattr(final, "score", None),
+            "usage": meta.get("usage"),
+        }
+
+    def _audit(self, result: dict[str, Any]) -> None:
+        record = {
+            "time": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+            "query": result["query"],
+            "retrieved": [{"doc_id": d["doc_id"], "chunk_id": d["chunk_id"], "score": d["score"]} for d in result["documents"]],
+            "answer": result.get("answer"),
+            "spans": [{k: s.get(k) for k in ("doc_id", "char_start", "char_end")} for s in result.get("spans", [])],
+            "verdict": result.get("verdict"),
+            "reason": result.get("reason"),
+            "route": result.get("route"),
+            "models": result.get("models"),
+        }
+        self.audit_log.parent.mkdir(parents=True, exist_ok=True)
+        with self.audit_log.open("a", encoding="utf-8") as fh:
+            fh.write(json.dumps(record, ensure_ascii=False) + "\n")
+
+
+def public(result: dict[str, Any]) -> dict[str, Any]:
+    """The result without internal fields (those starting with an underscore)."""
+    return {k: v for k, v in result.items() if not k.startswith("_")}

@@ -1,0 +1,269 @@
+"""The span index: documents, their sentences/paragraphs/chunks as offsets, BM25 postings and embeddings.
+
+``build_index`` splits every document with the one splitter (``components.core.text``), tokenises chunks
+for BM25 and embeds them. It persists to ``<cache_dir>/<key>/`` where ``key`` hashes the corpus content,
+the splitter and analyzer settings and the embedding model — so an unchanged corpus is loaded, not rebuilt.
+Embeddings are also cached by the hash of the embedded text (per model), so when one file changes only its
+own chunks are embedded again. Every file is written to a temporary name and renamed into place.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from components.core.analysis import Analyzer
+from components.core.bm25 import InvertedIndex
+from components.core.loaders import SourceDocument
+from components.core.text import TABLE, chunk_units, split_blocks, split_units
+
+FORMAT_VERSION = 1
+Embedder = Callable[[list[str]], np.ndarray]
+
+
+@dataclass(frozen=True)
+class IndexSettings:
+    """Everything that changes what is indexed; part of the cache key."""
+
+    max_chunk_chars: int = 800
+    chunk_overlap: float = 0.15
+    analyzer: dict = field(default_factory=lambda: Analyzer().to_dict())
+    embedding_model: str = ""
+    passage_prefix: str = ""
+    embed_title: bool = True
+
+    def key(self) -> str:
+        return hashlib.sha256(json.dumps(asdict(self), sort_keys=True).encode()).hexdigest()[:16]
+
+
+@dataclass
+class CorpusIndex:
+    """A loaded index. Per-chunk arrays are aligned: chunk ``i`` is ``text[chunk_start[i]:chunk_end[i]]`` of
+    document ``chunk_doc[i]``. ``units`` / ``blocks`` map a document position to ``(n, 2)`` offset arrays."""
+
+    documents: list[SourceDocument]
+    chunk_doc: np.ndarray
+    chunk_start: np.ndarray
+    chunk_end: np.ndarray
+    chunk_kind: list[str]
+    units: list[np.ndarray]
+    blocks: list[np.ndarray]
+    bm25: InvertedIndex
+    embeddings: np.ndarray  # (n_chunks, dim) float32, L2-normalised
+    settings: IndexSettings
+    key: str = ""
+    doc_pos: dict[str, int] = field(default_factory=dict)
+
+    def __post_init__(self):
+        self.doc_pos = {d.doc_id: i for i, d in enumerate(self.documents)}
+
+    @property
+    def n_chunks(self) -> int:
+        return len(self.chunk_doc)
+
+    def chunk_text(self, i: int) -> str:
+        return self.documents[self.chunk_doc[i]].text[self.chunk_start[i] : self.chunk_end[i]]
+
+    def chunk_id(self, i: int) -> str:
+        return f"{self.documents[self.chunk_doc[i]].doc_id}:{self.chunk_start[i]}-{self.chunk_end[i]}"
+
+
+def corpus_key(documents: list[SourceDocument], settings: IndexSettings) -> str:
+    h = hashlib.sha256(f"v{FORMAT_VERSION}|{settings.key()}".encode())
+    for d in documents:
+        h.update(d.fingerprint().encode())
+    return h.hexdigest()[:24]
+
+
+def split_document(doc: SourceDocument, settings: IndexSettings) -> tuple[list, list, list]:
+    """``(blocks, units, chunks)`` of one document's body, all as ``Span``s of its original text."""
+    blocks = split_blocks(doc.text, doc.body_start)
+    units = [u for b in blocks for u in split_units(doc.text, b)]
+    chunks = chunk_units(units, settings.max_chunk_chars, settings.chunk_overlap)
+    return blocks, units, chunks
+
+
+def _table_header(doc: SourceDocument, blocks, chunk) -> str:
+    """The header row of the table a chunk lies in (so a row chunk is embedded with its column names)."""
+    for b in blocks:
+        if b.start <= chunk.start < b.end:
+            header = doc.text[b.start : b.end].split("\n", 1)[0].strip()
+            return "" if chunk.start == b.start else header
+    return ""
+
+
+def index_text(doc: SourceDocument, blocks, chunk, with_title: bool) -> str:
+    """What is embedded and BM25-indexed for a chunk: title + table header + the chunk itself."""
+    parts = []
+    if with_title and doc.meta.get("title"):
+        parts.append(str(doc.meta["title"]))
+    if chunk.kind == TABLE:
+        parts.append(_table_header(doc, blocks, chunk))
+    parts.append(doc.text[chunk.start : chunk.end])
+    return "\n".join(p for p in parts if p)
+
+
+class EmbeddingCache:
+    """Vectors by SHA-1 of (model, prefix, text), persisted in one ``.npz`` per model."""
+
+    def __init__(self, path: Path):
+        self.path = path
+        self.vectors: dict[str, np.ndarray] = {}
+        if path.exists():
+            with np.load(path) as z:
+                self.vectors = dict(zip(z["keys"].tolist(), z["vectors"]))
+        self.dirty = False
+
+    @staticmethod
+    def text_key(text: str) -> str:
+        return hashlib.sha1(text.encode()).hexdigest()
+
+    def embed(self, texts: list[str], embedder: Embedder) -> tuple[np.ndarray, int]:
+        """Embeddings for ``texts``; only texts not seen before are sent to ``embedder``. Returns (matrix, n_new)."""
+        keys = [self.text_key(t) for t in texts]
+        missing = list(dict.fromkeys(k for k in keys if k not in self.vectors))
+        if missing:
+            first = {k: t for k, t in zip(keys, texts)}
+            new = np.asarray(embedder([first[k] for k in missing]), dtype=np.float32)
+            self.vectors.update(zip(missing, new))
+            self.dirty = True
+        if not keys:
+            return np.zeros((0, 0), dtype=np.float32), 0
+        return np.stack([self.vectors[k] for k in keys]).astype(np.float32), len(missing)
+
+    def save(self) -> None:
+        if not self.dirty:
+            return
+        keys = np.array(list(self.vectors))
+        _atomic_save_npz(self.path, keys=keys, vectors=np.stack(list(self.vectors.values())))
+        self.dirty = False
+
+
+def _atomic_write(path: Path, write: Callable[[Path], None]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    os.close(fd)
+    try:
+        write(Path(tmp))
+        os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+
+
+def _atomic_save_npz(path: Path, **arrays) -> None:
+    def write(tmp: Path) -> None:
+        with open(tmp, "wb") as fh:
+            np.savez(fh, **arrays)
+
+    _atomic_write(path, write)
+
+
+def _normalise(m: np.ndarray) -> np.ndarray:
+    norms = np.linalg.norm(m, axis=1, keepdims=True)
+    return m / np.where(norms == 0, 1, norms)
+
+
+def build_index(
+    documents: list[SourceDocument],
+    settings: IndexSettings,
+    embedder: Embedder,
+    embedding_cache: EmbeddingCache | None = None,
+    progress: Callable | None = None,
+) -> tuple[CorpusIndex, dict]:
+    """Split, tokenise and embed ``documents``. Returns the index and stats (chunks, newly embedded)."""
+    analyzer = Analyzer(**settings.analyzer)
+    chunk_doc, chunk_start, chunk_end, kinds, texts, units_all, blocks_all = [], [], [], [], [], [], []
+    it = progress(documents, desc="splitting", unit="doc") if progress else documents
+    for pos, doc in enumerate(it):
+        blocks, units, chunks = split_document(doc, settings)
+        blocks_all.append(np.array([(b.start, b.end) for b in blocks], dtype=np.int64).reshape(-1, 2))
+        units_all.append(np.array([(u.start, u.end) for u in units], dtype=np.int64).reshape(-1, 2))
+        for c in chunks:
+            chunk_doc.append(pos)
+            chunk_start.append(c.start)
+            chunk_end.append(c.end)
+            kinds.append(c.kind)
+            texts.append(index_text(doc, blocks, c, settings.embed_title))
+    bm25 = InvertedIndex.build([analyzer(t) for t in texts])
+    prefixed = [settings.passage_prefix + t for t in texts]
+    if embedding_cache is not None:
+        vectors, n_new = embedding_cache.embed(prefixed, embedder)
+    else:
+        vectors, n_new = np.asarray(embedder(prefixed), dtype=np.float32), len(prefixed)
+    index = CorpusIndex(
+        documents,
+        np.array(chunk_doc, dtype=np.int32),
+        np.array(chunk_start, dtype=np.int64),
+        np.array(chunk_end, dtype=np.int64),
+        kinds,
+        units_all,
+        blocks_all,
+        bm25,
+        _normalise(vectors).astype(np.float32) if len(vectors) else vectors,
+        settings,
+    )
+    return index, {"documents": len(documents), "chunks": len(texts), "embedded": n_new}
+
+
+def save_index(index: CorpusIndex, directory: Path) -> None:
+    """Persist ``index`` into ``directory`` (arrays in one .npz, documents and vocabulary in one .json)."""
+    doc_offsets = np.cumsum([0] + [len(u) for u in index.units])
+    blk_offsets = np.cumsum([0] + [len(b) for b in index.blocks])
+    _atomic_save_npz(
+        directory / "arrays.npz",
+        chunk_doc=index.chunk_doc,
+        chunk_start=index.chunk_start,
+        chunk_end=index.chunk_end,
+        units=np.concatenate(index.units) if index.units else np.zeros((0, 2), np.int64),
+        unit_offsets=doc_offsets,
+        blocks=np.concatenate(index.blocks) if index.blocks else np.zeros((0, 2), np.int64),
+        block_offsets=blk_offsets,
+        embeddings=index.embeddings,
+        **{f"bm25_{k}": v for k, v in index.bm25.arrays().items()},
+    )
+    manifest = {
+        "format": FORMAT_VERSION,
+        "key": index.key,
+        "settings": asdict(index.settings),
+        "chunk_kind": index.chunk_kind,
+        "vocab": list(index.bm25.vocab),
+        "documents": [asdict(d) for d in index.documents],
+    }
+
+    def write(tmp: Path) -> None:
+        tmp.write_text(json.dumps(manifest, ensure_ascii=False), encoding="utf-8")
+
+    _atomic_write(directory / "manifest.json", write)  # written last: its presence marks a complete index
+
+
+def load_index(directory: Path) -> CorpusIndex | None:
+    """The index saved in ``directory``, or ``None`` when it is missing, partial or of another format."""
+    manifest_path, arrays_path = directory / "manifest.json", directory / "arrays.npz"
+    if not (manifest_path.exists() and arrays_path.exists()):
+        return None
+    manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
+    if manifest.get("format") != FORMAT_VERSION:
+        return None
+    with np.load(arrays_path) as z:
+        a = {k: z[k] for k in z.files}
+    settings = IndexSettings(**manifest["settings"])
+    uo, bo = a["unit_offsets"], a["block_offsets"]
+    bm25 = InvertedIndex(
+        {t: i for i, t in enumerate(manifest["vocab"])},
+        a["bm25_indptr"], a["bm25_doc_ids"], a["bm25_tfs"], a["bm25_doc_len"],
+    )
+    return CorpusIndex(
+        [SourceDocument(**d) for d in manifest["documents"]],
+        a["chunk_doc"], a["chunk_start"], a["chunk_end"], manifest["chunk_kind"],
+        [a["units"][uo[i] : uo[i + 1]] for i in range(len(uo) - 1)],
+        [a["blocks"][bo[i] : bo[i + 1]] for i in range(len(bo) - 1)],
+        bm25, a["embeddings"], settings, manifest["key"],
+    )

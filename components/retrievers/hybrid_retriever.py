@@ -1,0 +1,102 @@
+"""HybridRetriever: BM25 Okapi and dense (embedding) retrieval over a SpanStore, as two ranked lists."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from haystack import Document, component, default_from_dict, default_to_dict
+
+from components.core.bm25 import BM25Okapi, top_k as top_k_indices
+from components.core.errors import SpanQAError
+from components.stores.span_store import SpanStore
+
+
+@component
+class HybridRetriever:
+    """Ranks the chunks of a ``SpanStore`` twice: BM25 Okapi (rank_bm25's formula, stemmed terms) and cosine
+    similarity of normalised sentence-transformers embeddings. Both lists go out; fuse them with ``RRFJoiner``.
+
+    Metadata filters (Haystack filter syntax) are applied before the cut to ``top_k``, so a filter never
+    leaves fewer than ``top_k`` results while enough chunks match.
+
+    Usage:
+    ```python
+    from components.stores.span_store import SpanStore
+    from components.retrievers.hybrid_retriever import HybridRetriever
+
+    retriever = HybridRetriever(document_store=SpanStore(data_dir="data/kb"), top_k=50)
+    retriever.warm_up()
+    out = retriever.run(query="What does ERR-4012 mean?")
+    out["bm25_documents"][0].meta["doc_id"], out["dense_documents"][0].meta["char_start"]
+    ```
+    """
+
+    def __init__(
+        self,
+        document_store: SpanStore,
+        top_k: int = 50,
+        bm25_k1: float = 1.5,
+        bm25_b: float = 0.75,
+        bm25_epsilon: float = 0.25,
+        use_bm25: bool = True,
+        use_dense: bool = True,
+        filters: dict[str, Any] | None = None,
+    ):
+        if not isinstance(document_store, SpanStore):
+            raise SpanQAError("HybridRetriever: document_store must be a components.stores.span_store.SpanStore.")
+        if not (use_bm25 or use_dense):
+            raise SpanQAError("HybridRetriever: at least one of use_bm25 / use_dense must be true.")
+        self.document_store, self.top_k, self.filters = document_store, top_k, filters
+        self.bm25_k1, self.bm25_b, self.bm25_epsilon = bm25_k1, bm25_b, bm25_epsilon
+        self.use_bm25, self.use_dense = use_bm25, use_dense
+        self._bm25: BM25Okapi | None = None
+        self.served_by = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return default_to_dict(
+            self, document_store=self.document_store, top_k=self.top_k, bm25_k1=self.bm25_k1, bm25_b=self.bm25_b,
+            bm25_epsilon=self.bm25_epsilon, use_bm25=self.use_bm25, use_dense=self.use_dense, filters=self.filters,
+        )
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> HybridRetriever:
+        return default_from_dict(cls, data)
+
+    def warm_up(self) -> None:
+        """Open (or build) the index and load the query embedder once."""
+        index = self.document_store.open()
+        if self._bm25 is None or self._bm25.index is not index.bm25:
+            self._bm25 = BM25Okapi(index.bm25, self.bm25_k1, self.bm25_b, self.bm25_epsilon)
+        if self.use_dense:
+            self.document_store.embedder  # noqa: B018 - loads the model once, here and not in run()
+            self.served_by = self.document_store.served_by
+
+    def _documents(self, order: np.ndarray, scores: np.ndarray, stage: str) -> list[Document]:
+        return [
+            self.document_store.chunk_document(
+                int(i), score=float(scores[i]), scores={stage: float(scores[i])}, ranks={stage: r},
+                retrieval_list=stage, route=["retrieve"],
+            )
+            for r, i in enumerate(order, start=1)
+        ]
+
+    @component.output_types(bm25_documents=list[Document], dense_documents=list[Document])
+    def run(self, query: str, filters: dict[str, Any] | None = None, top_k: int | None = None) -> dict[str, Any]:
+        """Both ranked lists for ``query`` (each up to ``top_k`` chunks that match ``filters``)."""
+        if self._bm25 is None:
+            self.warm_up()
+        k = top_k or self.top_k
+        mask = self.document_store.filter_mask(filters if filters is not None else self.filters)
+        out: dict[str, list[Document]] = {"bm25_documents": [], "dense_documents": []}
+        if self.use_bm25:
+            tokens = self.document_store.analyzer(query)
+            s = self._bm25.scores(tokens)
+            # a chunk with score 0 shares no term with the query: it is not a BM25 hit
+            positive = s > 0 if mask is None else (mask & (s > 0))
+            out["bm25_documents"] = self._documents(top_k_indices(s, k, positive), s, "bm25")
+        if self.use_dense:
+            index = self.document_store.open()
+            s = index.embeddings @ self.document_store.embed_query(query) if index.n_chunks else np.zeros(0)
+            out["dense_documents"] = self._documents(top_k_indices(s, k, mask), s, "dense")
+        return out

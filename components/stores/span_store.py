@@ -1,0 +1,230 @@
+"""SpanStore: a Haystack DocumentStore over spanqa's span index (BM25 postings + embeddings + offsets)."""
+
+from __future__ import annotations
+
+import logging
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from haystack import Document, default_from_dict, default_to_dict
+from haystack.document_stores.types import DuplicatePolicy
+from haystack.utils.filters import document_matches_filter
+
+from components.core.analysis import Analyzer
+from components.core.errors import SpanQAError
+from components.core.index import (
+    CorpusIndex,
+    EmbeddingCache,
+    IndexSettings,
+    build_index,
+    corpus_key,
+    load_index,
+    save_index,
+)
+from components.core.loaders import LoadReport, SourceDocument, load_corpus
+from components.core.models import load_sentence_transformer, resolve_model, torch_device
+
+logger = logging.getLogger(__name__)
+
+# One loaded index per (data, cache, settings) in a process: the retriever and the window expander each
+# hold a SpanStore from YAML, and both must see the same index without loading it twice.
+_OPEN: dict[tuple, tuple[CorpusIndex, LoadReport, dict]] = {}
+
+
+class SpanStore:
+    """Documents from ``data_dir`` split into sentence-aligned chunks, indexed for BM25 and dense retrieval.
+
+    The index is built on first use (``open()``), cached under ``cache_dir`` keyed by the corpus content, the
+    splitter/analyzer settings and the embedding model, and re-used while nothing changes. Every chunk keeps
+    ``doc_id``, ``char_start`` and ``char_end`` into the original text.
+
+    Usage:
+    ```python
+    from components.stores.span_store import SpanStore
+
+    store = SpanStore(data_dir="data/kb")
+    print(store.count_documents())          # number of chunks
+    docs = store.filter_documents({"field": "meta.status", "operator": "==", "value": "current"})
+    ```
+    """
+
+    def __init__(
+        self,
+        data_dir: str = "data/kb",
+        cache_dir: str = ".spanqa/cache",
+        embedding_model: str = "sentence-transformers/all-MiniLM-L6-v2",
+        query_prefix: str = "",
+        passage_prefix: str = "",
+        max_chunk_chars: int = 800,
+        chunk_overlap: float = 0.15,
+        language: str | None = "english",
+        stopwords: str | list[str] | None = "english",
+        embed_title: bool = True,
+        batch_size: int = 64,
+        device: str | None = None,
+        progress: bool = True,
+    ):
+        if not 0 <= chunk_overlap < 0.5:
+            raise SpanQAError(f"SpanStore: chunk_overlap must be between 0 and 0.5 (got {chunk_overlap}).")
+        self.data_dir, self.cache_dir = data_dir, cache_dir
+        self.embedding_model, self.query_prefix, self.passage_prefix = embedding_model, query_prefix, passage_prefix
+        self.max_chunk_chars, self.chunk_overlap = max_chunk_chars, chunk_overlap
+        self.language, self.stopwords, self.embed_title = language, stopwords, embed_title
+        self.batch_size, self.device, self.progress = batch_size, device, progress
+        self.analyzer = Analyzer(language=language, stopwords=stopwords)
+        self.settings = IndexSettings(
+            max_chunk_chars=max_chunk_chars,
+            chunk_overlap=chunk_overlap,
+            analyzer=self.analyzer.to_dict(),
+            embedding_model=embedding_model,
+            passage_prefix=passage_prefix,
+            embed_title=embed_title,
+        )
+        self._index: CorpusIndex | None = None
+        self._extra: list[SourceDocument] = []  # documents added with write_documents
+        self._filter_docs: list[Document] | None = None
+        self.load_report: LoadReport | None = None
+        self.stats: dict = {}
+
+    # -- serialisation ----------------------------------------------------------------------------------
+    def to_dict(self) -> dict[str, Any]:
+        return default_to_dict(
+            self,
+            data_dir=self.data_dir, cache_dir=self.cache_dir, embedding_model=self.embedding_model,
+            query_prefix=self.query_prefix, passage_prefix=self.passage_prefix,
+            max_chunk_chars=self.max_chunk_chars, chunk_overlap=self.chunk_overlap, language=self.language,
+            stopwords=self.stopwords, embed_title=self.embed_title, batch_size=self.batch_size,
+            device=self.device, progress=self.progress,
+        )
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> SpanStore:
+        return default_from_dict(cls, data)
+
+    # -- models -------------------------------------------------------------------------------------------
+    @property
+    def embedder(self):
+        resolved = resolve_model(self.embedding_model, component="document_store")
+        self.served_by = resolved.describe()
+        return load_sentence_transformer(resolved.path, torch_device(self.device))
+
+    def _embed_passages(self, texts: list[str]) -> np.ndarray:
+        return self.embedder.encode(
+            texts, batch_size=self.batch_size, normalize_embeddings=True, convert_to_numpy=True,
+            show_progress_bar=self.progress,
+        )
+
+    def embed_query(self, text: str) -> np.ndarray:
+        vec = self.embedder.encode([self.query_prefix + text], normalize_embeddings=True, convert_to_numpy=True)
+        return vec[0].astype(np.float32)
+
+    # -- the index -----------------------------------------------------------------------------------------
+    def open(self, refresh: bool = False) -> CorpusIndex:
+        """Load the index for the current corpus, building (and caching) it when missing or stale."""
+        if self._index is not None and not refresh:
+            return self._index
+        report = load_corpus(self.data_dir)
+        report.documents.extend(self._extra)
+        ids = [d.doc_id for d in report.documents]
+        if len(set(ids)) != len(ids):
+            dup = sorted({i for i in ids if ids.count(i) > 1})[:5]
+            raise SpanQAError(f"Data '{self.data_dir}' has duplicate document ids {dup}: ids must be unique.")
+        key = corpus_key(report.documents, self.settings)
+        reg_key = (str(Path(self.data_dir).resolve()), str(Path(self.cache_dir).resolve()), key)
+        if reg_key in _OPEN and not refresh:
+            self._index, self.load_report, self.stats = _OPEN[reg_key]
+            return self._index
+        start = time.perf_counter()
+        directory = Path(self.cache_dir) / key
+        index = load_index(directory)
+        stats = {"built": False}
+        if index is None:
+            cache = EmbeddingCache(Path(self.cache_dir) / f"embeddings-{self.settings.key()}.npz")
+            progress = _tqdm() if self.progress else None
+            index, stats = build_index(report.documents, self.settings, self._embed_passages, cache, progress)
+            index.key = key
+            save_index(index, directory)
+            cache.save()
+            stats["built"] = True
+        stats.update(seconds=round(time.perf_counter() - start, 3), skipped=report.skipped, key=key,
+                     documents=len(index.documents), chunks=index.n_chunks)
+        self._index, self.load_report, self.stats = index, report, stats
+        self._filter_docs = None
+        _OPEN[reg_key] = (index, report, stats)
+        return index
+
+    def filter_mask(self, filters: dict[str, Any] | None) -> np.ndarray | None:
+        """Boolean mask over chunks whose document matches Haystack ``filters`` (``None`` = no filter)."""
+        if not filters:
+            return None
+        index = self.open()
+        if self._filter_docs is None:
+            self._filter_docs = [Document(id=d.doc_id, content="", meta={**d.meta, "doc_id": d.doc_id}) for d in index.documents]
+        try:
+            doc_ok = np.array([document_matches_filter(filters, d) for d in self._filter_docs], dtype=bool)
+        except Exception as exc:  # FilterError and friends: the filter itself is malformed
+            raise SpanQAError(f"Invalid metadata filter {filters!r}: {exc}. Use Haystack filter syntax, e.g. "
+                              f"{{'field': 'meta.status', 'operator': '==', 'value': 'current'}}.") from None
+        return doc_ok[index.chunk_doc]
+
+    def chunk_document(self, i: int, score: float | None = None, **meta) -> Document:
+        """Chunk ``i`` as a Haystack Document whose content is the exact slice of its source text."""
+        index = self.open()
+        doc = index.documents[index.chunk_doc[i]]
+        start, end = int(index.chunk_start[i]), int(index.chunk_end[i])
+        return Document(
+            id=index.chunk_id(i),
+            content=doc.text[start:end],
+            score=score,
+            meta={**doc.meta, "doc_id": doc.doc_id, "chunk_id": index.chunk_id(i), "char_start": start,
+                  "char_end": end, "kind": index.chunk_kind[i], "level": "chunk", **meta},
+        )
+
+    def source(self, doc_id: str) -> tuple[SourceDocument, np.ndarray, np.ndarray]:
+        """``(document, units, blocks)`` of a source document: its text and sentence/paragraph offsets."""
+        index = self.open()
+        pos = index.doc_pos.get(doc_id)
+        if pos is None:
+            raise SpanQAError(f"Document '{doc_id}' is not in the index of '{self.data_dir}'.")
+        return index.documents[pos], index.units[pos], index.blocks[pos]
+
+    # -- DocumentStore protocol --------------------------------------------------------------------------
+    def count_documents(self) -> int:
+        return self.open().n_chunks
+
+    def filter_documents(self, filters: dict[str, Any] | None = None) -> list[Document]:
+        mask = self.filter_mask(filters)
+        ids = range(self.open().n_chunks) if mask is None else np.flatnonzero(mask)
+        return [self.chunk_document(int(i)) for i in ids]
+
+    def write_documents(self, documents: list[Document], policy: DuplicatePolicy = DuplicatePolicy.NONE) -> int:
+        """Add source documents (content = full text, ``id`` = doc_id); the index is rebuilt incrementally."""
+        existing = {d.doc_id for d in self.open().documents}
+        added = 0
+        for d in documents:
+            if d.id in existing:
+                if policy in (DuplicatePolicy.FAIL, DuplicatePolicy.NONE):
+                    raise SpanQAError(f"SpanStore: document '{d.id}' already exists (policy {policy.name}).")
+                if policy == DuplicatePolicy.SKIP:
+                    continue
+                self._extra = [x for x in self._extra if x.doc_id != d.id]
+            if not (d.content or "").strip():
+                raise SpanQAError(f"SpanStore: document '{d.id}' is empty; nothing to index.")
+            self._extra.append(SourceDocument(d.id, d.content, {"title": "", "source": "write_documents", **d.meta}))
+            added += 1
+        if added:
+            self.open(refresh=True)
+        return added
+
+    def delete_documents(self, document_ids: list[str]) -> None:
+        """Remove documents added with ``write_documents`` (files in ``data_dir`` are deleted on disk instead)."""
+        self._extra = [x for x in self._extra if x.doc_id not in set(document_ids)]
+        self.open(refresh=True)
+
+
+def _tqdm():
+    from tqdm.auto import tqdm
+
+    return tqdm

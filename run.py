@@ -1,0 +1,140 @@
+"""spanqa command line: run a pipeline YAML on questions, or evaluate it on a dataset.
+
+    python run.py pipelines/extractive.yaml --query "What is the refund window for annual plans?"
+    python run.py pipelines/retrieval.yaml --eval ../shared/data/cisi --json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+
+os.environ.setdefault("HAYSTACK_TELEMETRY_ENABLED", "false")  # off unless the user opted in
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+
+def parse_args(argv=None):
+    p = argparse.ArgumentParser(description="Span-faithful question answering with Haystack pipelines in YAML.")
+    p.add_argument("pipeline", help="pipeline YAML, e.g. pipelines/extractive.yaml")
+    p.add_argument("--query", "-q", action="append", help="a question (repeatable); none: read stdin / prompt")
+    p.add_argument("--data", help="corpus: folder of .txt/.md, BEIR folder or SQuAD .json (replaces data_dir)")
+    p.add_argument("--cache-dir", help="index cache directory (replaces cache_dir)")
+    p.add_argument("--top-k", type=int, help="how many passages the final ranking keeps")
+    p.add_argument("--filters", help="Haystack metadata filter as JSON, e.g. '{\"field\":\"meta.status\",\"operator\":\"==\",\"value\":\"current\"}'")
+    p.add_argument("--json", action="store_true", help="machine-readable output (one JSON object per query, or the eval summary)")
+    p.add_argument("--eval", metavar="DATASET", help="evaluate on a BEIR folder or a SQuAD .json")
+    p.add_argument("--report", metavar="DIR", help="with --eval: write report.md, report.html, plots, per_query.jsonl")
+    p.add_argument("--calibrate", action="store_true", help="with --eval on SQuAD: choose thresholds on one half, report on the other")
+    p.add_argument("--limit", type=int, help="with --eval: only the first N questions")
+    p.add_argument("--no-audit", action="store_true", help="do not append answers to the audit log")
+    return p.parse_args(argv)
+
+
+def questions(args) -> list[str]:
+    if args.query:
+        return args.query
+    if sys.stdin.isatty():
+        try:
+            return [input("Question: ").strip()]
+        except EOFError:
+            return []
+    return [line.strip() for line in sys.stdin if line.strip()]
+
+
+def main(argv=None) -> int:
+    args = parse_args(argv)
+    from rich.console import Console
+
+    from components.core.errors import SpanQAError
+
+    err = Console(stderr=True)
+    try:
+        return _main(args, err)
+    except SpanQAError as exc:
+        err.print(f"[bold red]error:[/bold red] {exc}", highlight=False)
+        return 2
+    except KeyboardInterrupt:
+        return 130
+
+
+def _main(args, err) -> int:
+    from rich.console import Console
+
+    from components.app import evaluate, render
+    from components.app.pipeline_io import load_pipeline
+    from components.app.runner import QueryRunner, public
+    from components.core.errors import SpanQAError
+
+    out = Console()
+    data = args.data
+    kind = None
+    if args.eval:
+        kind = evaluate.dataset_kind(args.eval)
+        data = args.eval
+    pipeline, spec = load_pipeline(args.pipeline, data=data, cache_dir=args.cache_dir)
+    audit = None if args.no_audit or args.eval else ((spec.get("metadata") or {}).get("spanqa") or {}).get("audit_log")
+    runner = QueryRunner(pipeline, audit_log=audit)
+    runner.warm_up()
+    store = runner.store()
+    stats = store.stats
+    err.print(f"[dim]index: {stats['documents']} documents, {stats['chunks']} chunks "
+              f"({'built' if stats['built'] else 'loaded from cache'} in {stats['seconds']:.1f}s)[/dim]")
+    if stats.get("skipped"):
+        err.print(f"[yellow]skipped {len(stats['skipped'])} file(s):[/yellow] " + "; ".join(f"{p} ({r})" for p, r in stats["skipped"]))
+    for name, served in runner.models().items():
+        if served.startswith("fallback:"):
+            err.print(f"[yellow]offline fallback[/yellow] {name}: {served}")
+    if args.eval:
+        return _evaluate(args, kind, runner, out, err)
+    filters = json.loads(args.filters) if args.filters else None
+    qs = questions(args)
+    if not qs:
+        raise SpanQAError("No question given: pass --query \"...\", pipe questions on stdin (one per line), or run in a terminal to be prompted.")
+    for q in qs:
+        result = runner.ask(q, filters=filters, top_k=args.top_k)
+        if args.json:
+            print(json.dumps(public(result), ensure_ascii=False))
+        elif runner.readers:
+            render.print_answer(out, result, lambda doc_id: store.source(doc_id)[0].text)
+        else:
+            render.print_retrieval(out, result)
+    return 0
+
+
+def _evaluate(args, kind, runner, out, err) -> int:
+    from pathlib import Path
+
+    from components.app import evaluate, render
+    from components.core.errors import SpanQAError
+
+    progress = not args.json or sys.stderr.isatty()
+    if kind == "beir":
+        summary, rows = evaluate.evaluate_beir(runner, Path(args.eval), progress=True, limit=args.limit)
+    else:
+        if not runner.readers:
+            summary, rows = evaluate.evaluate_squad_retrieval(runner, Path(args.eval), limit=args.limit) if hasattr(evaluate, "evaluate_squad_retrieval") else (None, None)
+            if summary is None:
+                raise SpanQAError(f"Pipeline '{args.pipeline}' has no reader: SQuAD evaluation needs a reading pipeline (pipelines/extractive.yaml).")
+        else:
+            summary, rows = evaluate.evaluate_squad(runner, Path(args.eval), progress=True, limit=args.limit)
+        if args.calibrate:
+            summary["calibration"] = evaluate.calibrate(rows, runner)
+    summary.update(dataset=args.eval, pipeline=args.pipeline, models=runner.models())
+    if args.report:
+        from components.core.report import write_report
+
+        paths = write_report(args.report, summary, [{k: v for k, v in r.items() if not k.startswith("_")} for r in rows])
+        err.print(f"[dim]report: {', '.join(str(p) for p in paths.values())}[/dim]")
+    if args.json:
+        print(json.dumps(summary, ensure_ascii=False, default=str))
+    else:
+        render.print_summary(out, summary)
+        if summary.get("calibration", {}).get("yaml"):
+            out.print(summary["calibration"]["yaml"])
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
