@@ -1,0 +1,294 @@
+"""Re-rank retrieved passages with a cross-encoder; abstain early when even the best passage scores too low."""
+
+from dataclasses import replace
+from typing import Any
+
+from haystack import Document, component, default_from_dict, default_to_dict, logging
+from haystack.dataclasses import ExtractedAnswer
+
+from components.core.models import (
+    ModelUnavailableError,
+    load_cross_encoder,
+    load_sentence_transformer,
+    resolve_model,
+    torch_device,
+)
+
+logger = logging.getLogger(__name__)
+
+STAGE = "rerank"
+FALLBACKS = ("bi_encoder",)
+
+
+def passage_text(doc: Document, meta_fields: list[str], separator: str) -> str:
+    """The text the model reads for ``doc``: the non-empty ``meta_fields`` values, then the content."""
+    parts = [str(doc.meta[key]) for key in meta_fields if doc.meta.get(key) not in (None, "")]
+    return separator.join([*parts, doc.content or ""])
+
+
+def deduplicate(documents: list[Document]) -> list[Document]:
+    """One Document per id, keeping the highest-scoring duplicate (the first one on ties), in input order."""
+    best: dict[str, int] = {}
+    for i, doc in enumerate(documents):
+        j = best.get(doc.id)
+        if j is None:
+            best[doc.id] = i
+        elif (doc.score if doc.score is not None else float("-inf")) > (
+            documents[j].score if documents[j].score is not None else float("-inf")
+        ):
+            best[doc.id] = i
+    keep = sorted(best.values())
+    return [documents[i] for i in keep]
+
+
+def with_stage(doc: Document, score: float, rank: int) -> Document:
+    """A copy of ``doc`` with ``score``, ``meta.scores/ranks['rerank']`` and ``'rerank'`` on its route."""
+    meta = dict(doc.meta)
+    meta["scores"] = {**(doc.meta.get("scores") or {}), STAGE: score}
+    meta["ranks"] = {**(doc.meta.get("ranks") or {}), STAGE: rank}
+    meta["route"] = [*(doc.meta.get("route") or []), STAGE]
+    return replace(doc, score=score, meta=meta)
+
+
+@component
+class CrossEncoderRanker:
+    """
+    Re-ranks (query, passage) pairs with a sentence-transformers ``CrossEncoder`` and keeps the best ``top_k``.
+
+    Retrieve wide upstream (e.g. 50 windows), re-rank here, and hand the top few (e.g. 5) to the reader. The
+    score of each pair is exactly what ``CrossEncoder.predict`` returns for it (with the model's own
+    activation: ``cross-encoder/ms-marco-MiniLM-L-6-v2`` gives raw logits, roughly -11..+11). Each returned
+    Document is a copy carrying ``score``, ``meta["scores"]["rerank"]``, ``meta["ranks"]["rerank"]`` (1-based
+    among all candidates) and ``"rerank"`` appended to ``meta["route"]``; the inputs are left untouched.
+
+    **Abstaining.** When the best score is below the active threshold the ranker returns *only*
+    ``no_answer`` (one ``ExtractedAnswer`` with ``data=None`` and ``meta["no_answer"] = True``,
+    ``reason="low_confidence"``), so nothing connected to ``documents`` runs. An empty candidate list gives
+    ``reason="no_candidates"``. The threshold only gates abstention; it does not drop individual passages.
+
+    **Offline fallback.** With ``fallback="bi_encoder"`` in the YAML, a cross-encoder that cannot be resolved
+    is replaced by cosine similarity of normalised ``fallback_model`` embeddings (the pipeline's
+    embedder), ``served_by`` says so and a warning is logged. Cosine scores live on another scale (-1..1)
+    than cross-encoder logits, so that mode uses ``fallback_score_threshold`` instead of ``score_threshold``.
+    ``query_prefix`` / ``document_prefix`` are prepended for that bi-encoder only (asymmetric models such
+    as e5: ``"query: "`` / ``"passage: "``); the cross-encoder reads the plain pair.
+
+    ### Usage example
+
+    ```python
+    from haystack import Document
+    from components.rankers import CrossEncoderRanker
+
+    ranker = CrossEncoderRanker(top_k=5, score_threshold=-2.0,
+                                fallback="bi_encoder", fallback_score_threshold=0.3)
+    ranker.warm_up()
+    print(ranker.served_by)  # "cross-encoder/ms-marco-MiniLM-L-6-v2 (hf-cache)" or "fallback:bi_encoder (...)"
+    docs = [Document(content="The Eiffel Tower is in Paris.", meta={"title": "Eiffel Tower", "route": ["retrieve"]}),
+            Document(content="Bananas are rich in potassium.", meta={"title": "Banana", "route": ["retrieve"]})]
+    out = ranker.run(query="Where is the Eiffel Tower?", documents=docs)
+    if "no_answer" in out:
+        print(out["no_answer"][0].meta["reason"])
+    else:
+        print([(d.meta["ranks"]["rerank"], d.score, d.content) for d in out["documents"]])
+    ```
+
+    In YAML:
+
+    ```yaml
+    rerank:
+      type: components.rankers.cross_encoder_ranker.CrossEncoderRanker
+      init_parameters:
+        model: cross-encoder/ms-marco-MiniLM-L-6-v2
+        top_k: 5
+        score_threshold: -2.0
+        fallback: bi_encoder
+        fallback_model: sentence-transformers/all-MiniLM-L6-v2
+        fallback_score_threshold: 0.3
+    ```
+    """
+
+    def __init__(
+        self,
+        *,
+        model: str = "cross-encoder/ms-marco-MiniLM-L-6-v2",
+        device: str | None = None,
+        top_k: int = 5,
+        batch_size: int = 32,
+        max_length: int | None = None,
+        meta_fields_to_embed: list[str] | None = None,
+        embedding_separator: str = "\n",
+        score_threshold: float | None = None,
+        fallback: str | None = None,
+        fallback_model: str = "sentence-transformers/all-MiniLM-L6-v2",
+        fallback_score_threshold: float | None = None,
+        query_prefix: str = "",
+        document_prefix: str = "",
+    ) -> None:
+        """
+        Create the ranker; nothing is loaded until ``warm_up()``.
+
+        :param model: Hub id or local directory of a cross-encoder (resolved by ``resolve_model``).
+        :param device: Torch device; ``None`` picks CUDA when present, else CPU.
+        :param top_k: How many of the re-ranked passages to return (must be > 0).
+        :param batch_size: Pairs (or texts, in fallback mode) per forward pass.
+        :param max_length: Token limit of a (query, passage) pair; ``None`` keeps the model's own.
+        :param meta_fields_to_embed: Meta fields put before the content, joined by ``embedding_separator``.
+            ``None`` means ``["title"]``; pass ``[]`` to score the content alone.
+        :param embedding_separator: Separator between the meta values and the content.
+        :param score_threshold: Abstain (return only ``no_answer``) when the best cross-encoder score is
+            below this. On the scale of ``CrossEncoder.predict`` for ``model`` (logits for ms-marco).
+        :param fallback: ``None`` (raise when the model is missing) or ``"bi_encoder"``.
+        :param fallback_model: Sentence-transformers embedder used by the ``"bi_encoder"`` fallback.
+        :param fallback_score_threshold: Like ``score_threshold`` but for cosine scores in fallback mode.
+        :param query_prefix: Prepended to the query for the bi-encoder fallback only.
+        :param document_prefix: Prepended to each passage for the bi-encoder fallback only.
+        """
+        if top_k <= 0:
+            raise ValueError(f"CrossEncoderRanker: top_k must be > 0, got {top_k}")
+        if batch_size <= 0:
+            raise ValueError(f"CrossEncoderRanker: batch_size must be > 0, got {batch_size}")
+        if fallback is not None and fallback not in FALLBACKS:
+            raise ValueError(f"CrossEncoderRanker: fallback must be one of {FALLBACKS} or None, got {fallback!r}")
+        self.model = str(model)
+        self.device = device
+        self.top_k = top_k
+        self.batch_size = batch_size
+        self.max_length = max_length
+        self.meta_fields_to_embed = ["title"] if meta_fields_to_embed is None else list(meta_fields_to_embed)
+        self.embedding_separator = embedding_separator
+        self.score_threshold = score_threshold
+        self.fallback = fallback
+        self.fallback_model = str(fallback_model)
+        self.fallback_score_threshold = fallback_score_threshold
+        self.query_prefix = query_prefix
+        self.document_prefix = document_prefix
+
+        self.served_by: str | None = None
+        self._cross_encoder = None
+        self._bi_encoder = None
+
+    def warm_up(self) -> None:
+        """Resolve and load the cross-encoder, or the bi-encoder fallback when the YAML names one."""
+        if self._cross_encoder is not None or self._bi_encoder is not None:
+            return
+        device = torch_device(self.device)
+        try:
+            resolved = resolve_model(self.model, component=type(self).__name__)
+        except ModelUnavailableError:
+            if self.fallback is None:
+                raise
+            fb = resolve_model(self.fallback_model, component=f"{type(self).__name__} fallback")
+            self._bi_encoder = load_sentence_transformer(fb.path, device)
+            self.served_by = f"fallback:{self.fallback} ({self.model} unavailable)"
+            logger.warning(
+                "CrossEncoderRanker: cross-encoder {model} is unavailable; re-ranking with cosine similarity "
+                "of {fallback} embeddings instead (fallback_score_threshold={threshold}).",
+                model=self.model,
+                fallback=fb.describe(),
+                threshold=self.fallback_score_threshold,
+            )
+            return
+        self._cross_encoder = load_cross_encoder(resolved.path, device, self.max_length)
+        self.served_by = resolved.describe()
+
+    @property
+    def active_threshold(self) -> float | None:
+        """The threshold on the scale of the scorer that is serving (cross-encoder or fallback cosine)."""
+        return self.fallback_score_threshold if self._bi_encoder is not None else self.score_threshold
+
+    def score(self, query: str, texts: list[str]) -> list[float]:
+        """Scores of ``(query, text)`` pairs from whichever model ``warm_up()`` loaded."""
+        if not texts:
+            return []
+        if self._cross_encoder is not None:
+            scores = self._cross_encoder.predict(
+                [(query, t) for t in texts], batch_size=self.batch_size, show_progress_bar=False
+            )
+            return [float(s) for s in scores]
+        if self._bi_encoder is not None:
+            q = self._bi_encoder.encode(
+                [self.query_prefix + query], normalize_embeddings=True, show_progress_bar=False
+            )[0]
+            p = self._bi_encoder.encode(
+                [self.document_prefix + t for t in texts],
+                batch_size=self.batch_size,
+                normalize_embeddings=True,
+                show_progress_bar=False,
+            )
+            return [float(s) for s in p @ q]
+        raise RuntimeError("CrossEncoderRanker: call warm_up() before run() (a Pipeline does this itself).")
+
+    def _abstain(self, query: str, reason: str, best: float | None, route: list[str]) -> dict[str, Any]:
+        answer = ExtractedAnswer(
+            query=query,
+            score=best if best is not None else 0.0,
+            data=None,
+            meta={
+                "no_answer": True,
+                "verdict": "NOT_FOUND",
+                "reason": reason,
+                "route": [*route, STAGE],
+                "best_score": best,
+                "threshold": self.active_threshold,
+                "served_by": self.served_by,
+            },
+        )
+        return {"no_answer": [answer]}
+
+    @component.output_types(documents=list[Document], no_answer=list[ExtractedAnswer])
+    def run(self, query: str, documents: list[Document], top_k: int | None = None) -> dict[str, Any]:
+        """
+        Re-rank ``documents`` for ``query``.
+
+        :param query: The question.
+        :param documents: Candidate passages (duplicates by id are collapsed, keeping the best-scored one).
+        :param top_k: Overrides the ``top_k`` given at init.
+        :returns: Either ``{"documents": [...]}`` (best first, at most ``top_k``) or, when abstaining,
+            ``{"no_answer": [ExtractedAnswer]}`` with ``meta["reason"]`` ``"low_confidence"`` or
+            ``"no_candidates"`` — never both keys.
+        """
+        top_k = self.top_k if top_k is None else top_k
+        if top_k <= 0:
+            raise ValueError(f"CrossEncoderRanker: top_k must be > 0, got {top_k}")
+        if self._cross_encoder is None and self._bi_encoder is None:
+            raise RuntimeError("CrossEncoderRanker: call warm_up() before run() (a Pipeline does this itself).")
+        if not documents:
+            return self._abstain(query, "no_candidates", None, [])
+
+        candidates = deduplicate(documents)
+        texts = [passage_text(d, self.meta_fields_to_embed, self.embedding_separator) for d in candidates]
+        scores = self.score(query, texts)
+        order = sorted(range(len(candidates)), key=lambda i: -scores[i])  # stable: ties keep input order
+
+        best_i = order[0]
+        threshold = self.active_threshold
+        if threshold is not None and scores[best_i] < threshold:
+            route = list(candidates[best_i].meta.get("route") or [])
+            return self._abstain(query, "low_confidence", scores[best_i], route)
+
+        ranked = [with_stage(candidates[i], scores[i], rank) for rank, i in enumerate(order[:top_k], start=1)]
+        return {"documents": ranked}
+
+    def to_dict(self) -> dict[str, Any]:
+        """Serialise the init parameters."""
+        return default_to_dict(
+            self,
+            model=self.model,
+            device=self.device,
+            top_k=self.top_k,
+            batch_size=self.batch_size,
+            max_length=self.max_length,
+            meta_fields_to_embed=self.meta_fields_to_embed,
+            embedding_separator=self.embedding_separator,
+            score_threshold=self.score_threshold,
+            fallback=self.fallback,
+            fallback_model=self.fallback_model,
+            fallback_score_threshold=self.fallback_score_threshold,
+            query_prefix=self.query_prefix,
+            document_prefix=self.document_prefix,
+        )
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "CrossEncoderRanker":
+        """Rebuild a ranker from ``to_dict()`` output (or YAML)."""
+        return default_from_dict(cls, data)
