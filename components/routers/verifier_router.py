@@ -1,0 +1,480 @@
+"""Verify the reader's best answer against the span it came from, and route: answer, widen, or not found."""
+
+from dataclasses import replace
+from typing import Any
+
+from haystack import Document, component, default_from_dict, default_to_dict, logging
+from haystack.dataclasses import ExtractedAnswer, GeneratedAnswer
+
+from components.core.analysis import Analyzer
+from components.core.errors import SpanQAError
+from components.core.models import ModelUnavailableError, load_hf_model, resolve_model, torch_device
+from components.core.verification import (
+    DEFAULT_HYPOTHESIS,
+    LEVELS,
+    NOT_FOUND,
+    UNSUPPORTED,
+    WIDEN_LEVELS,
+    Evidence,
+    Judgement,
+    Piece,
+    Visible,
+    judge_messages,
+    lexical_judgement,
+    locate_extractive,
+    locate_generative,
+    nli_judgement,
+    nli_label_index,
+    parse_judge_reply,
+    route_decision,
+    span_dict,
+    visible_texts,
+)
+
+logger = logging.getLogger(__name__)
+
+BACKENDS = ("lexical", "nli", "llm")
+FALLBACKS = ("lexical",)
+DEFAULT_NLI_MODEL = "cross-encoder/nli-deberta-v3-small"
+
+Answer = ExtractedAnswer | GeneratedAnswer
+
+
+def is_abstention(answer: Any) -> bool:
+    """An answer without text, or one the reader marked ``meta["no_answer"]``."""
+    return answer.data is None or not str(answer.data).strip() or bool((answer.meta or {}).get("no_answer"))
+
+
+def answer_score(answer: Any) -> float:
+    """``ExtractedAnswer.score``; for a ``GeneratedAnswer`` its ``meta["score"]`` (0.0 when absent)."""
+    score = getattr(answer, "score", None)
+    if score is None:
+        score = (answer.meta or {}).get("score")
+    return float(score) if score is not None else 0.0
+
+
+def best_answer(answers: list[Any]) -> Any | None:
+    """The highest-scoring non-abstaining answer (the first one on ties), or ``None``."""
+    best = None
+    for a in answers or []:
+        if not is_abstention(a) and (best is None or answer_score(a) > answer_score(best)):
+            best = a
+    return best
+
+
+def _piece(doc: Document, index: int) -> Piece:
+    meta = doc.meta or {}
+    doc_id = str(meta.get("doc_id") or doc.id or f"doc{index}")
+    return Piece(doc_id, int(meta.get("char_start") or 0), doc.content or "", str(meta.get("title") or ""))
+
+
+@component
+class VerifierRouter:
+    """
+    Checks the reader's best answer against its span and routes the query through the widening loop.
+
+    It receives the documents the reader read (all at one ``meta["level"]``: ``window``, ``paragraph`` or
+    ``passage``) and the reader's answers, judges the best non-abstaining answer SUPPORTED, PARTIAL or
+    UNSUPPORTED with a short reason, and returns exactly one of three outputs:
+
+    - ``answers`` — SUPPORTED: a copy of the answer whose ``meta`` adds ``verdict``, ``reason``, ``route``
+      and ``spans`` (``[{doc_id, char_start, char_end, text}]``: the answer span first when it is exact,
+      then its evidence: the sentence(s) holding it and, when they were needed, the preceding sentences);
+    - ``widen`` — copies of the documents with ``meta["widen_to"]`` (``paragraph`` or ``passage``) for the
+      widener, which feeds them back to the reader through a ``BranchJoiner``. At ``window`` (or ``chunk``)
+      PARTIAL widens to ``paragraph`` and UNSUPPORTED to ``passage``; at ``paragraph`` anything but
+      SUPPORTED widens to ``passage``; ``max_level`` caps this;
+    - ``not_found`` — when it cannot widen further: one ``ExtractedAnswer(data=None)`` with ``meta``
+      ``no_answer=True``, ``verdict="NOT_FOUND"``, ``reason`` (the last verdict's), ``route``,
+      ``last_verdict`` and ``candidate`` (the rejected answer text, if any). No documents at all →
+      reason ``no_candidates``; a reader that abstained counts as UNSUPPORTED ``reader_abstained``.
+
+    **Route.** The route is read from ``documents[0].meta["route"]``; the verifier appends ``"read"`` and
+    ``"verify:<VERDICT>"`` and, when widening, ``"widen:<level>"``; the result is put on every widened
+    document and on the final answer. If the route already holds ``widen:<level>`` for the level it would
+    widen to (a widener that did not change ``meta["level"]``), it stops with ``not_found`` instead of
+    looping. Inputs are never mutated.
+
+    **Evidence.** The read documents are merged per source document into the visible text; the answer
+    is found at its ``meta`` offsets (``doc_id``, ``char_start``, ``char_end``) or else by a
+    case-insensitive search; its *evidence* is the sentence(s) (``components.core.text`` units) holding it
+    and its *lead-in* up to ``lead_in_units`` visible sentences before them in the same paragraph (or a
+    heading line right above it; never the previous paragraph, which may be about something else). A
+    ``GeneratedAnswer`` is looked up inside its cited spans (``meta["evidence"]``, else its ``documents``):
+    verbatim, else the shortest run of sentences holding most of its terms (``min_answer_coverage``).
+
+    **Backends.**
+
+    - ``lexical`` (offline, default): the rules of ``components.core.verification.lexical_judgement`` —
+      answer located; key terms of the question (named entities, numbers, identifiers) in the evidence,
+      lead-in or document title → SUPPORTED; some only elsewhere in the read documents, or fewer than
+      ``min_term_coverage`` of the question's content terms nearby → PARTIAL; answer not in the read text,
+      or more than ``max_missing_key_terms`` of the key terms nowhere → UNSUPPORTED.
+    - ``nli``: an NLI sequence-classification model (``model``, default
+      ``cross-encoder/nli-deberta-v3-small``). Premise = lead-in + evidence (one contiguous span of the
+      source); hypothesis = ``hypothesis_template.format(question=query, answer=answer_text)``, by default
+      ``"{question} {answer}"`` (e.g. "How long do refunds take for Acme Pro? 30 days"). Label order comes
+      from the model config's ``id2label``. P(entailment) ≥ ``entail_threshold`` → SUPPORTED, else
+      P(contradiction) ≥ ``contradiction_threshold`` → UNSUPPORTED, else PARTIAL. An answer that is not in
+      the read text is UNSUPPORTED without asking the model.
+    - ``llm``: a generator from ``components.core.generation.make_generator`` (``generator`` holds its
+      ``backend`` plus parameters) is asked "Return SUPPORTED, PARTIAL or UNSUPPORTED, then one short
+      reason" about the same premise; the first verdict word of the reply counts, an unparseable reply is
+      UNSUPPORTED (reason ``unparseable_judge_reply``).
+
+    **Offline fallback.** ``fallback="lexical"`` makes ``warm_up()`` switch to the lexical rules when the
+    NLI model (or the LLM) is unavailable: ``served_by = "fallback:lexical (<model> unavailable)"`` and a
+    warning is logged. Without a fallback ``warm_up()`` raises ``ModelUnavailableError``.
+
+    ### Usage example
+
+    ```python
+    from haystack import Document
+    from haystack.dataclasses import ExtractedAnswer
+    from components.routers import VerifierRouter
+
+    text = "Acme Pro is billed monthly. Refunds are available within 30 days."
+    window = Document(content=text, meta={"doc_id": "billing", "char_start": 0, "char_end": len(text),
+                                          "level": "window", "route": ["retrieve", "rerank", "expand"]})
+    answer = ExtractedAnswer(query="q", score=0.9, data="30 days",
+                             meta={"doc_id": "billing", "char_start": 57, "char_end": 64})
+    verifier = VerifierRouter()                 # backend="lexical"
+    verifier.warm_up()
+    out = verifier.run(query="How long do refunds take for Acme Pro?", answers=[answer], documents=[window])
+    out["answers"][0].meta["verdict"], out["answers"][0].meta["route"]
+    # ("SUPPORTED", ["retrieve", "rerank", "expand", "read", "verify:SUPPORTED"])
+    ```
+
+    In YAML:
+
+    ```yaml
+    verifier:
+      type: components.routers.verifier_router.VerifierRouter
+      init_parameters:
+        backend: nli
+        model: cross-encoder/nli-deberta-v3-small
+        entail_threshold: 0.5
+        contradiction_threshold: 0.5
+        fallback: lexical
+        max_level: passage
+    ```
+    """
+
+    def __init__(
+        self,
+        *,
+        backend: str = "lexical",
+        max_level: str = "passage",
+        lead_in_units: int = 2,
+        use_title: bool = True,
+        min_term_coverage: float = 0.5,
+        max_missing_key_terms: float = 0.5,
+        min_answer_coverage: float = 0.8,
+        model: str = DEFAULT_NLI_MODEL,
+        device: str | None = None,
+        max_length: int = 512,
+        entail_threshold: float = 0.5,
+        contradiction_threshold: float = 0.5,
+        hypothesis_template: str = DEFAULT_HYPOTHESIS,
+        generator: dict[str, Any] | None = None,
+        max_new_tokens: int = 48,
+        fallback: str | None = None,
+    ) -> None:
+        """
+        Create the verifier; nothing is loaded until ``warm_up()``.
+
+        :param backend: ``"lexical"`` (offline rules), ``"nli"`` or ``"llm"``.
+        :param max_level: Widest level to widen to: ``"paragraph"`` or ``"passage"``.
+        :param lead_in_units: How many visible sentences before the evidence count as its lead-in.
+        :param use_title: Count the document's ``meta["title"]`` as lead-in (lexical key-term look-up).
+        :param min_term_coverage: Lexical: share of the question's content terms needed near the answer
+            for SUPPORTED (below → PARTIAL).
+        :param max_missing_key_terms: Lexical: share of key terms that may be absent from all read
+            documents before the verdict is UNSUPPORTED.
+        :param min_answer_coverage: Share of a non-verbatim generated answer's terms that one cited passage
+            must hold for the answer to count as found there.
+        :param model: NLI model id or local directory (``backend="nli"``), resolved by ``resolve_model``.
+        :param device: Torch device for the NLI model; ``None`` picks CUDA when present, else CPU.
+        :param max_length: Token limit of a (premise, hypothesis) pair for the NLI model.
+        :param entail_threshold: P(entailment) at or above which the NLI verdict is SUPPORTED.
+        :param contradiction_threshold: P(contradiction) at or above which it is UNSUPPORTED.
+        :param hypothesis_template: NLI hypothesis, with ``{question}`` and ``{answer}`` placeholders.
+        :param generator: ``backend="llm"``: ``{"backend": "local" | "openai", **params}`` for
+            ``make_generator`` (e.g. ``model``, ``base_url``, ``api_key_env``).
+        :param max_new_tokens: Token budget of the LLM judge's reply.
+        :param fallback: ``None`` (raise when the model is unavailable) or ``"lexical"``.
+        """
+        if backend not in BACKENDS:
+            raise SpanQAError(f"VerifierRouter: backend must be one of {', '.join(BACKENDS)}, got {backend!r}.")
+        if fallback is not None and fallback not in FALLBACKS:
+            raise SpanQAError(f"VerifierRouter: fallback must be 'lexical' or null, got {fallback!r}.")
+        if max_level not in WIDEN_LEVELS:
+            raise SpanQAError(f"VerifierRouter: max_level must be 'paragraph' or 'passage', got {max_level!r}.")
+        if backend == "llm" and not (generator or {}).get("backend"):
+            raise SpanQAError(
+                "VerifierRouter: backend 'llm' needs generator: {backend: local | openai, model: ...} in the YAML."
+            )
+        if lead_in_units < 0:
+            raise SpanQAError(f"VerifierRouter: lead_in_units must be >= 0, got {lead_in_units}.")
+        self.backend = backend
+        self.max_level = max_level
+        self.lead_in_units = lead_in_units
+        self.use_title = use_title
+        self.min_term_coverage = min_term_coverage
+        self.max_missing_key_terms = max_missing_key_terms
+        self.min_answer_coverage = min_answer_coverage
+        self.model = str(model)
+        self.device = device
+        self.max_length = max_length
+        self.entail_threshold = entail_threshold
+        self.contradiction_threshold = contradiction_threshold
+        self.hypothesis_template = hypothesis_template
+        self.generator = dict(generator) if generator else None
+        self.max_new_tokens = max_new_tokens
+        self.fallback = fallback
+
+        self.analyzer = Analyzer()
+        self.active_backend: str | None = "lexical" if backend == "lexical" else None
+        self.served_by: str | None = "lexical" if backend == "lexical" else None
+        self._tokenizer = None
+        self._nli_model = None
+        self._labels: dict[str, int] | None = None
+        self._generator = None
+
+    # ------------------------------------------------------------------------------------- warm-up
+
+    def _fall_back(self, what: str, exc: Exception) -> None:
+        if self.fallback is None:
+            raise exc
+        self.active_backend = "lexical"
+        self.served_by = f"fallback:lexical ({what} unavailable)"
+        logger.warning(
+            "VerifierRouter: {what} is unavailable; verifying with the offline lexical rules instead.",
+            what=what,
+        )
+
+    def warm_up(self) -> None:
+        """Resolve and load the NLI model or the LLM judge (or switch to the lexical fallback)."""
+        if self.active_backend is not None:
+            return
+        if self.backend == "nli":
+            try:
+                resolved = resolve_model(self.model, component=type(self).__name__)
+            except ModelUnavailableError as exc:
+                self._fall_back(self.model, exc)
+                return
+            self._tokenizer, self._nli_model = load_hf_model(
+                resolved.path, "AutoModelForSequenceClassification", torch_device(self.device)
+            )
+            try:
+                self._labels = nli_label_index(self._nli_model.config.id2label)
+            except ValueError as exc:
+                raise SpanQAError(
+                    f"VerifierRouter: the NLI model '{self.model}' is not an entailment classifier ({exc}); "
+                    "use a model trained on MNLI/SNLI whose config names entailment, neutral and contradiction."
+                ) from exc
+            self.served_by = resolved.describe()
+            self.active_backend = "nli"
+            return
+        from components.core.generation import make_generator  # the llm backend only
+
+        params = {k: v for k, v in self.generator.items() if k != "backend"}
+        params.setdefault("component", type(self).__name__)
+        gen = make_generator(self.generator["backend"], **params)
+        try:
+            gen.warm_up()
+        except ModelUnavailableError as exc:
+            self._fall_back(str(self.generator.get("model") or self.generator["backend"]), exc)
+            return
+        self._generator = gen
+        self.served_by = gen.served_by
+        self.active_backend = "llm"
+
+    # ------------------------------------------------------------------------------------- judging
+
+    def locate(self, answer: Any, visibles: list[Visible]) -> Evidence | None:
+        """Where ``answer`` stands in the read text (see the class docstring)."""
+        meta = answer.meta or {}
+        doc_id, start, end = meta.get("doc_id"), meta.get("char_start"), meta.get("char_end")
+        doc = getattr(answer, "document", None)
+        offset = getattr(answer, "document_offset", None)
+        if (start is None or doc_id is None) and doc is not None and offset is not None:
+            base = int((doc.meta or {}).get("char_start") or 0)
+            doc_id = str((doc.meta or {}).get("doc_id") or doc.id)
+            start, end = base + offset.start, base + offset.end
+        doc_id = None if doc_id is None else str(doc_id)
+        if isinstance(answer, ExtractedAnswer):
+            return locate_extractive(
+                visibles, answer.data, doc_id=doc_id, start=start, end=end, lead_in_units=self.lead_in_units
+            )
+        exact = locate_extractive(
+            visibles, answer.data, doc_id=doc_id, start=start, end=end, lead_in_units=self.lead_in_units
+        ) if meta.get("verbatim") else None
+        if exact is not None:
+            return exact
+        cited = [(str(e["doc_id"]), int(e["char_start"]), int(e["char_end"])) for e in meta.get("evidence") or []]
+        if not cited:
+            cited = [
+                (p.doc_id, p.start, p.start + len(p.text))
+                for p in (_piece(d, i) for i, d in enumerate(getattr(answer, "documents", None) or []))
+            ]
+        return locate_generative(
+            visibles, answer.data, self.analyzer, cited=cited, lead_in_units=self.lead_in_units
+        )
+
+    def nli_probabilities(self, premise: str, hypothesis: str) -> dict[str, float]:
+        """``{"entailment", "neutral", "contradiction"}`` probabilities of the loaded NLI model."""
+        import torch
+
+        enc = self._tokenizer(
+            premise, hypothesis, truncation="longest_first", max_length=self.max_length, return_tensors="pt"
+        ).to(self._nli_model.device)
+        with torch.inference_mode():
+            probs = self._nli_model(**enc).logits[0].float().softmax(-1).tolist()
+        return {name: float(probs[i]) for name, i in self._labels.items()}
+
+    def judge(self, query: str, answer: Any, visibles: list[Visible]) -> tuple[Judgement, Evidence | None]:
+        """The verdict on ``answer`` with the active backend, and the evidence it was judged on."""
+        evidence = self.locate(answer, visibles)
+        if self.active_backend == "lexical":
+            judgement = lexical_judgement(
+                query,
+                evidence,
+                visibles,
+                self.analyzer,
+                use_title=self.use_title,
+                min_term_coverage=self.min_term_coverage,
+                max_missing_key_terms=self.max_missing_key_terms,
+                min_answer_coverage=self.min_answer_coverage,
+            )
+            return judgement, evidence
+        if evidence is None:
+            return Judgement(UNSUPPORTED, "answer_not_in_documents"), None
+        premise = evidence.context_text
+        if self.active_backend == "nli":
+            hypothesis = self.hypothesis_template.format(question=query, answer=answer.data)
+            judgement = nli_judgement(
+                self.nli_probabilities(premise, hypothesis), self.entail_threshold, self.contradiction_threshold
+            )
+        else:
+            reply = self._generator.generate(judge_messages(query, str(answer.data), premise), self.max_new_tokens)
+            judgement = parse_judge_reply(reply.text)
+        return Judgement(judgement.verdict, judgement.reason, evidence.lead_in), evidence
+
+    # ------------------------------------------------------------------------------------------ run
+
+    @staticmethod
+    def spans(evidence: Evidence, judgement: Judgement) -> list[dict[str, Any]]:
+        """``[{doc_id, char_start, char_end, text}]``: the exact answer span (if any), then the lead-in the
+        verdict relied on and the evidence sentence(s)."""
+        v, out = evidence.visible, []
+        if evidence.answer is not None:
+            out.append(span_dict(v.doc_id, *evidence.answer, v.slice(*evidence.answer)))
+        if judgement.used_lead_in:
+            s, e = judgement.used_lead_in[0].start, judgement.used_lead_in[-1].end
+            out.append(span_dict(v.doc_id, s, e, v.slice(s, e)))
+        s, e = evidence.evidence_span
+        out.append(span_dict(v.doc_id, s, e, v.slice(s, e)))
+        return out
+
+    def _not_found(
+        self, query: str, reason: str, route: list[str], last_verdict: str, best: Any | None
+    ) -> dict[str, Any]:
+        meta = {
+            "no_answer": True,
+            "verdict": NOT_FOUND,
+            "reason": reason,
+            "route": route,
+            "last_verdict": last_verdict,
+            "candidate": None if best is None else best.data,
+            "served_by": self.served_by,
+        }
+        score = answer_score(best) if best is not None else 0.0
+        return {"not_found": [ExtractedAnswer(query=query, score=score, data=None, meta=meta)]}
+
+    @component.output_types(answers=list[Answer], widen=list[Document], not_found=list[ExtractedAnswer])
+    def run(self, query: str, answers: list[Answer], documents: list[Document]) -> dict[str, Any]:
+        """
+        Verify the best answer read from ``documents`` and route the query.
+
+        :param query: The question.
+        :param answers: The reader's answers (abstentions have ``data=None`` / ``meta["no_answer"]``).
+        :param documents: What the reader read, all at one ``meta["level"]`` (taken from the first).
+        :returns: Exactly one of ``{"answers": [answer]}`` (SUPPORTED), ``{"widen": documents}`` or
+            ``{"not_found": [ExtractedAnswer]}``.
+        """
+        if self.active_backend is None:
+            raise RuntimeError("VerifierRouter: call warm_up() before run() (a Pipeline does this itself).")
+        best = best_answer(answers)
+        if not documents:
+            route = ["read", f"verify:{UNSUPPORTED}"]
+            return self._not_found(query, "no_candidates", route, UNSUPPORTED, best)
+
+        first = documents[0].meta or {}
+        level = first.get("level") or "window"
+        if level not in LEVELS:
+            raise SpanQAError(
+                f"VerifierRouter: document level {level!r} is unknown (expected one of {', '.join(LEVELS)}); "
+                "check the expander/widener that sets meta['level']."
+            )
+        base_route = list(first.get("route") or [])
+
+        evidence = None
+        if best is None:
+            judgement = Judgement(UNSUPPORTED, "reader_abstained")
+        else:
+            visibles = visible_texts(_piece(d, i) for i, d in enumerate(documents))
+            judgement, evidence = self.judge(query, best, visibles)
+        route = [*base_route, "read", f"verify:{judgement.verdict}"]
+
+        decision, target = route_decision(level, judgement.verdict, self.max_level)
+        if decision == "answers":
+            meta = {
+                **(best.meta or {}),
+                "verdict": judgement.verdict,
+                "reason": judgement.reason,
+                "route": route,
+                "spans": self.spans(evidence, judgement),
+            }
+            return {"answers": [replace(best, meta=meta)]}
+        if decision == "widen" and f"widen:{target}" in base_route:
+            logger.warning(
+                "VerifierRouter: documents already widened to {target} still have level {level}; "
+                "stopping instead of looping (check the widener sets meta['level']).",
+                target=target,
+                level=level,
+            )
+            reason = f"{judgement.reason} (already widened to {target})"
+            return self._not_found(query, reason, route, judgement.verdict, best)
+        if decision == "widen":
+            wide_route = [*route, f"widen:{target}"]
+            widened = [replace(d, meta={**(d.meta or {}), "widen_to": target, "route": wide_route}) for d in documents]
+            return {"widen": widened}
+        return self._not_found(query, judgement.reason, route, judgement.verdict, best)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Serialise the init parameters."""
+        return default_to_dict(
+            self,
+            backend=self.backend,
+            max_level=self.max_level,
+            lead_in_units=self.lead_in_units,
+            use_title=self.use_title,
+            min_term_coverage=self.min_term_coverage,
+            max_missing_key_terms=self.max_missing_key_terms,
+            min_answer_coverage=self.min_answer_coverage,
+            model=self.model,
+            device=self.device,
+            max_length=self.max_length,
+            entail_threshold=self.entail_threshold,
+            contradiction_threshold=self.contradiction_threshold,
+            hypothesis_template=self.hypothesis_template,
+            generator=self.generator,
+            max_new_tokens=self.max_new_tokens,
+            fallback=self.fallback,
+        )
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "VerifierRouter":
+        """Rebuild a verifier from ``to_dict()`` output (or YAML)."""
+        return default_from_dict(cls, data)
