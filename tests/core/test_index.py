@@ -1,0 +1,62 @@
+"""The index cache: unchanged corpus is loaded, a changed file re-embeds only its own chunks."""
+
+import numpy as np
+
+from components.core.index import EmbeddingCache, IndexSettings, build_index, corpus_key, load_index, save_index
+from components.core.loaders import SourceDocument
+
+
+class CountingEmbedder:
+    def __init__(self):
+        self.seen: list[str] = []
+
+    def __call__(self, texts):
+        self.seen.extend(texts)
+        return np.array([[len(t), t.count("e") + 1.0, 1.0] for t in texts], dtype=np.float32)
+
+
+def docs(b_text="Second document. It has two sentences."):
+    return [
+        SourceDocument("a.md", "---\ntitle: A\n---\nFirst document here. Another sentence follows.", {"title": "A"}, 17),
+        SourceDocument("b.txt", b_text, {"title": "B"}),
+    ]
+
+
+def test_offsets_slice_original_text_and_skip_front_matter():
+    index, stats = build_index(docs(), IndexSettings(), CountingEmbedder())
+    for i in range(index.n_chunks):
+        d = index.documents[index.chunk_doc[i]]
+        assert index.chunk_text(i) == d.text[index.chunk_start[i] : index.chunk_end[i]]
+    first = index.documents[0]
+    assert index.chunk_start[0] == 17 and first.text[17:].startswith("First document")
+    assert [tuple(u) for u in index.units[1]] == [(0, 16), (17, 38)]
+    assert stats == {"documents": 2, "chunks": 2, "embedded": 2}
+
+
+def test_save_load_round_trip(tmp_path):
+    index, _ = build_index(docs(), IndexSettings(), CountingEmbedder())
+    index.key = corpus_key(docs(), IndexSettings())
+    save_index(index, tmp_path / "ix")
+    loaded = load_index(tmp_path / "ix")
+    assert loaded.key == index.key and loaded.bm25.vocab == index.bm25.vocab
+    np.testing.assert_array_equal(loaded.embeddings, index.embeddings)
+    assert [tuple(u) for u in loaded.units[1]] == [tuple(u) for u in index.units[1]]
+    assert not list((tmp_path / "ix").glob("*.tmp"))  # atomic writes leave no temporary files
+
+
+def test_changed_file_re_embeds_only_its_chunks(tmp_path):
+    settings = IndexSettings()
+    cache = EmbeddingCache(tmp_path / "emb.npz")
+    first = CountingEmbedder()
+    build_index(docs(), settings, first, cache)
+    cache.save()
+    assert len(first.seen) == 2
+    again = CountingEmbedder()
+    cache = EmbeddingCache(tmp_path / "emb.npz")
+    _, stats = build_index(docs(), settings, again, cache)
+    assert again.seen == [] and stats["embedded"] == 0
+    changed = CountingEmbedder()
+    _, stats = build_index(docs("Second document, edited. Now different."), settings, changed, cache)
+    assert stats["embedded"] == 1 and changed.seen == ["B\nSecond document, edited. Now different."]
+    assert corpus_key(docs(), settings) != corpus_key(docs("x"), settings)
+    assert corpus_key(docs(), settings) != corpus_key(docs(), IndexSettings(max_chunk_chars=400))

@@ -1,0 +1,55 @@
+from components.core.text import CODE, PROSE, TABLE, chunk_units, sentence_spans, split_blocks, split_units
+
+DOC = """# Refunds
+
+Annual plans can be refunded. It must happen within 30 days of purchase. Dr. Smith approves exceptions.
+
+| Plan | Price |
+|------|-------|
+| Spark | $0 |
+| Glow | $4.99 |
+
+```yaml
+retry_interval_s: 45
+
+timeout_s: 10
+```
+Last line here.
+"""
+
+
+def test_blocks_kinds_and_offsets():
+    blocks = split_blocks(DOC)
+    assert [b.kind for b in blocks] == [PROSE, PROSE, TABLE, CODE, PROSE]
+    assert blocks[0].slice(DOC) == "# Refunds"
+    assert blocks[2].slice(DOC).startswith("| Plan") and blocks[2].slice(DOC).endswith("$4.99 |")
+    assert blocks[3].slice(DOC).startswith("```yaml") and blocks[3].slice(DOC).endswith("```")
+
+
+def test_sentences_are_exact_slices_and_keep_abbreviations():
+    para = split_blocks(DOC)[1]
+    sents = sentence_spans(DOC, para.start, para.end)
+    assert [s.slice(DOC) for s in sents] == [
+        "Annual plans can be refunded.",
+        "It must happen within 30 days of purchase.",
+        "Dr. Smith approves exceptions.",
+    ]
+
+
+def test_table_rows_and_code_parts():
+    blocks = split_blocks(DOC)
+    rows = split_units(DOC, blocks[2])
+    assert [r.slice(DOC) for r in rows] == ["| Plan | Price |", "| Spark | $0 |", "| Glow | $4.99 |"]
+    parts = split_units(DOC, blocks[3])
+    assert [p.slice(DOC) for p in parts] == ["```yaml\nretry_interval_s: 45", "timeout_s: 10\n```"]
+
+
+def test_chunks_overlap_and_never_mix_kinds():
+    units = [u for b in split_blocks(DOC) for u in split_units(DOC, b)]
+    chunks = chunk_units(units, max_chars=90, overlap=0.4)
+    assert all(len({u.kind for u in units if c.start <= u.start < c.end}) == 1 for c in chunks)
+    prose = [c for c in chunks if c.kind == PROSE]
+    # the first prose chunks share a sentence (overlap), and together cover every prose unit
+    assert prose[1].start < prose[0].end
+    covered = {u for u in units for c in chunks if c.start <= u.start and u.end <= c.end}
+    assert covered == set(units)
