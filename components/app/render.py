@@ -25,8 +25,8 @@ def print_retrieval(console: Console, result: dict[str, Any]) -> None:
     console.print(table)
 
 
-def print_answer(console: Console, result: dict[str, Any], source_text) -> None:
-    """``source_text(doc_id)`` returns the original text, used to show the span in context."""
+def print_answer(console: Console, result: dict[str, Any], source) -> None:
+    """``source(doc_id)`` returns ``(text, body_start)``: the original text, to show the span in context."""
     console.print(f"[bold]Q:[/bold] {result['query']}")
     if result.get("answer") is None:
         console.print(f"[bold yellow]A: not found in the source[/bold yellow]  ({result.get('verdict')}: {result.get('reason')})")
@@ -34,9 +34,9 @@ def print_answer(console: Console, result: dict[str, Any], source_text) -> None:
         console.print(f"[bold green]A:[/bold green] {result['answer']}  [dim]({result.get('verdict')}: {result.get('reason')})[/dim]")
         span = (result.get("spans") or [None])[0]
         if span:
-            text = source_text(span["doc_id"])
+            text, body_start = source(span["doc_id"])
             s, e = span["char_start"], span["char_end"]
-            ctx = Text("…" + " ".join(text[max(0, s - CONTEXT_CHARS) : s].split()) + " ")
+            ctx = Text("…" + " ".join(text[max(body_start, s - CONTEXT_CHARS) : s].split()) + " ")
             ctx.append(text[s:e], style="bold black on yellow")
             ctx.append(" " + " ".join(text[e : e + CONTEXT_CHARS].split()) + "…")
             console.print(ctx)

@@ -1,0 +1,41 @@
+# Two commands for a fresh clone (README, Quickstart):
+#   make demo   set everything up, then answer the demo questions on data/ with pipelines/extractive.yaml
+#   make test   set everything up, then run the whole test suite
+PYTHON ?= python3
+VENV   ?= .venv
+BIN    := $(VENV)/bin
+export HAYSTACK_TELEMETRY_ENABLED ?= false
+export TOKENIZERS_PARALLELISM ?= false
+
+.PHONY: setup demo test bench eval clean
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+
+$(VENV)/.installed: pyproject.toml | $(BIN)/python
+	$(BIN)/pip install --quiet torch==2.13.0
+	$(BIN)/pip install --quiet -e '.[test]'
+	touch $@
+
+setup: $(VENV)/.installed
+
+demo: setup
+	$(BIN)/python run.py pipelines/extractive.yaml \
+		--query "What is the refund window for annual plans?" \
+		--query "What does ERR-4012 mean?" \
+		--query "How many devices can the Hub Mini control?" \
+		--query "How much does the Glow plan cost per month in Japanese yen?"
+
+test: setup
+	$(BIN)/python -m pytest -q
+
+bench: setup
+	$(BIN)/python benchmarks/run_all.py
+
+eval: setup
+	$(BIN)/python run.py pipelines/retrieval.yaml --eval ../shared/data/cisi --report reports/cisi-retrieval
+	$(BIN)/python run.py pipelines/extractive.yaml --eval ../shared/data/squad2/dev-computational-complexity.json --report reports/squad2-extractive
+
+clean:
+	rm -rf $(VENV) .spanqa reports
