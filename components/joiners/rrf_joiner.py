@@ -55,5 +55,5 @@ class RRFJoiner:
             scores["rrf"] = score
             meta = {**hits[0].meta, "scores": scores, "ranks": dict(ranks), "route": list(hits[0].meta.get("route", []))}
             meta.pop("retrieval_list", None)
-            out.append(Document(id=doc_id, content=hits[0].content, meta=meta, score=score))
+            out.append(Document(id=doc_id, content=hits[0].content, meta=meta, score=score, embedding=hits[0].embedding))
         return {"documents": out}

@@ -3,6 +3,7 @@
 from dataclasses import replace
 from typing import Any
 
+import numpy as np
 from haystack import Document, component, default_from_dict, default_to_dict, logging
 from haystack.dataclasses import ExtractedAnswer
 
@@ -196,7 +197,19 @@ class CrossEncoderRanker:
         """The threshold on the scale of the scorer that is serving (cross-encoder or fallback cosine)."""
         return self.fallback_score_threshold if self._bi_encoder is not None else self.score_threshold
 
-    def score(self, query: str, texts: list[str]) -> list[float]:
+    def _stored_embeddings(self, documents: list[Document] | None) -> np.ndarray | None:
+        """Passage vectors already computed by the index with the fallback's own model, when all have one.
+
+        The retriever attaches each chunk's index embedding (title + text, the same model); re-encoding the
+        same passages here would only cost time.
+        """
+        if not documents or self.document_prefix:
+            return None
+        if all(d.embedding is not None and d.meta.get("embedding_model") == self.fallback_model for d in documents):
+            return np.asarray([d.embedding for d in documents], dtype=np.float32)
+        return None
+
+    def score(self, query: str, texts: list[str], documents: list[Document] | None = None) -> list[float]:
         """Scores of ``(query, text)`` pairs from whichever model ``warm_up()`` loaded."""
         if not texts:
             return []
@@ -209,12 +222,14 @@ class CrossEncoderRanker:
             q = self._bi_encoder.encode(
                 [self.query_prefix + query], normalize_embeddings=True, show_progress_bar=False
             )[0]
-            p = self._bi_encoder.encode(
-                [self.document_prefix + t for t in texts],
-                batch_size=self.batch_size,
-                normalize_embeddings=True,
-                show_progress_bar=False,
-            )
+            p = self._stored_embeddings(documents)
+            if p is None:
+                p = self._bi_encoder.encode(
+                    [self.document_prefix + t for t in texts],
+                    batch_size=self.batch_size,
+                    normalize_embeddings=True,
+                    show_progress_bar=False,
+                )
             return [float(s) for s in p @ q]
         raise RuntimeError("CrossEncoderRanker: call warm_up() before run() (a Pipeline does this itself).")
 
@@ -257,7 +272,7 @@ class CrossEncoderRanker:
 
         candidates = deduplicate(documents)
         texts = [passage_text(d, self.meta_fields_to_embed, self.embedding_separator) for d in candidates]
-        scores = self.score(query, texts)
+        scores = self.score(query, texts, candidates)
         order = sorted(range(len(candidates)), key=lambda i: -scores[i])  # stable: ties keep input order
 
         best_i = order[0]

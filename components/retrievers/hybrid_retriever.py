@@ -73,11 +73,12 @@ class HybridRetriever:
             self.served_by = self.document_store.served_by
 
     def _documents(self, order: np.ndarray, scores: np.ndarray, stage: str) -> list[Document]:
+        """Chunks as Documents; each carries its index embedding so a bi-encoder ranker need not re-encode."""
+        store = self.document_store
         return [
-            self.document_store.chunk_document(
-                int(i), score=float(scores[i]), scores={stage: float(scores[i])}, ranks={stage: r},
-                retrieval_list=stage, route=["retrieve"],
-            )
+            store.chunk_document(int(i), score=float(scores[i]), with_embedding=True, scores={stage: float(scores[i])},
+                                 ranks={stage: r}, retrieval_list=stage, route=["retrieve"],
+                                 embedding_model=store.embedding_model)
             for r, i in enumerate(order, start=1)
         ]
 

@@ -169,7 +169,7 @@ class SpanStore:
                               f"{{'field': 'meta.status', 'operator': '==', 'value': 'current'}}.") from None
         return doc_ok[index.chunk_doc]
 
-    def chunk_document(self, i: int, score: float | None = None, **meta) -> Document:
+    def chunk_document(self, i: int, score: float | None = None, with_embedding: bool = False, **meta) -> Document:
         """Chunk ``i`` as a Haystack Document whose content is the exact slice of its source text."""
         index = self.open()
         doc = index.documents[index.chunk_doc[i]]
@@ -178,6 +178,7 @@ class SpanStore:
             id=index.chunk_id(i),
             content=doc.text[start:end],
             score=score,
+            embedding=index.embeddings[i].tolist() if with_embedding and len(index.embeddings) else None,
             meta={**doc.meta, "doc_id": doc.doc_id, "chunk_id": index.chunk_id(i), "char_start": start,
                   "char_end": end, "kind": index.chunk_kind[i], "level": "chunk", **meta},
         )
