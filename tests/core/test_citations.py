@@ -92,14 +92,16 @@ def test_build_messages_numbers_sources_question_and_instructions(docs):
     passages = select_passages(docs, max_passages=3)
     system, user = build_messages("How long is the refund window?", passages)
     assert system["role"] == "system" and user["role"] == "user"
-    assert NOT_IN_CONTEXT in system["content"] and "[1]" in system["content"]
+    assert NOT_IN_CONTEXT in system["content"] and "[2]" in system["content"]
     body = user["content"]
-    i1 = body.index("[1] (source: Refund policy)\nAnnual plans")
-    i2 = body.index("[2] (source: Refund policy)\nRefunds go back")
-    i3 = body.index("[3] (source: Hub Mini)\nThe Hub Mini")
-    assert i1 < i2 < i3  # the second-strongest (hub) comes last
-    assert body.index("Question: How long is the refund window?") > i3
-    assert NOT_IN_CONTEXT in body
+    i0 = body.index("Passages:\n")
+    i1 = body.index("\n[1] (source: Refund policy) Annual plans")
+    i2 = body.index("\n[2] (source: Refund policy) Refunds go back")
+    i3 = body.index("\n[3] (source: Hub Mini) The Hub Mini")
+    assert i0 < i1 < i2 < i3  # the second-strongest (hub) comes last
+    assert body.endswith("\nQuestion: How long is the refund window?\nAnswer:")
+    assert body.startswith("Example:\n")  # the worked example comes before the real passages
+    assert not build_messages("q", passages, example=None)[1]["content"].startswith("Example")
 
 
 # --- parsing -------------------------------------------------------------------------------------
@@ -141,6 +143,13 @@ def test_empty_output_abstains(raw):
 
 def test_clean_answer_removes_markers_prefix_and_spaces():
     assert clean_answer("Answer: Paris [1] , France [2] .") == "Paris, France."
+    assert clean_answer("[2] (source: Hub Mini) Up to 48 devices.") == "Up to 48 devices."
+
+
+def test_run_on_into_a_new_question_is_cut_with_its_citations():
+    out = parse_output("Up to 48 devices [3].\nQuestion: And the hub? [4]\nAnswer: NOT_IN_CONTEXT", n_passages=3)
+    assert out.text == "Up to 48 devices." and out.citations == [3] and out.dropped == []
+    assert not out.no_answer
 
 
 # --- tie-back ------------------------------------------------------------------------------------

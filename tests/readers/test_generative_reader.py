@@ -10,7 +10,7 @@ from http.server import BaseHTTPRequestHandler, HTTPServer
 import pytest
 from haystack import Document
 
-from components.core.citations import NOT_IN_CONTEXT, build_messages, select_passages
+from components.core.citations import NOT_IN_CONTEXT, STOP_STRINGS, build_messages, select_passages
 from components.core.errors import SpanQAError
 from components.core.generation import (
     CallableGenerator,
@@ -40,7 +40,8 @@ def window(doc_id, start=0, end=None, title=None):
     end = len(SOURCE[doc_id]) if end is None else end
     return Document(
         content=SOURCE[doc_id][start:end],
-        meta={"doc_id": doc_id, "char_start": start, "char_end": end, "title": title or doc_id.title(), "level": "window"},
+        meta={"doc_id": doc_id, "char_start": start, "char_end": end, "title": title or doc_id.title(),
+              "level": "window"},
     )
 
 
@@ -129,7 +130,10 @@ def test_max_passages_and_chars_limit_the_prompt(docs):
     (answer,) = reader.run(query="q", documents=docs)["answers"]
     user = fake.calls[0][1]["content"]
     # each first sentence is longer than 40 chars: cut at the last word end before the limit
-    assert "[1] (source: Refund)\nAnnual plans can be refunded in full\n\n[2] (source: Hub)\nThe Hub Mini can control up to 48\n" in user
+    assert (
+        "\n[1] (source: Refund) Annual plans can be refunded in full"
+        "\n[2] (source: Hub) The Hub Mini can control up to 48\nQuestion: q\n"
+    ) in user
     assert "[3]" not in user and "Spark" not in user
     assert [(p["doc_id"], p["char_end"] - p["char_start"]) for p in answer.meta["passages"]] == [
         ("refund", len("Annual plans can be refunded in full")), ("hub", len("The Hub Mini can control up to 48"))]
@@ -142,6 +146,19 @@ def test_serialization_round_trip():
     assert data["init_parameters"]["api_key_env"] == "K" and data["init_parameters"]["max_passages"] == 3
     again = GenerativeReader.from_dict(data)
     assert again.to_dict() == data
+
+
+def test_runs_in_a_pipeline_and_survives_yaml(docs):
+    from haystack import Pipeline
+
+    pipe = Pipeline()
+    reader, _ = reader_with("Spark, Glow and Beacon [2]", max_passages=3)
+    pipe.add_component("reader", reader)
+    out = pipe.run({"reader": {"query": "Which plans?", "documents": docs}})
+    (answer,) = out["reader"]["answers"]
+    assert answer.documents == [docs[2]] and answer.meta["verbatim"] is True
+    again = Pipeline.loads(pipe.dumps(), allowed_modules=["components.readers.generative_reader"])
+    assert again.get_component("reader").to_dict() == reader.to_dict()
 
 
 def test_run_before_warm_up_is_an_error(docs):
@@ -243,6 +260,12 @@ def test_local_causal_backend_end_to_end(tiny_causal_lm, docs):
     assert 0 < usage["completion_tokens"] <= 12
     assert first.meta["raw_output"] == second.meta["raw_output"]  # greedy: deterministic
     assert first.data == second.data and first.meta["usage"] == second.meta["usage"]
+    # a stop string taken from the free run ends generation right after it
+    free = gen.generate(messages, max_new_tokens=12)
+    stop_word = free.text.split()[2]
+    stopped = gen.generate(messages, max_new_tokens=12, stop=[stop_word])
+    assert stopped.text.endswith(stop_word) and free.text.startswith(stopped.text)
+    assert stopped.completion_tokens < free.completion_tokens
 
 
 def test_local_seq2seq_backend_uses_seq2seq_class(tiny_seq2seq_lm):
@@ -255,6 +278,7 @@ def test_local_seq2seq_backend_uses_seq2seq_class(tiny_seq2seq_lm):
     a = gen.generate(messages, max_new_tokens=6)
     b = gen.generate(messages, max_new_tokens=6)
     assert a == b
+    assert gen.generate(messages, max_new_tokens=6, stop=["zzzz"]) == a  # a stop string that never occurs
     assert a.prompt_tokens == len(gen._tokenizer(gen.render(messages))["input_ids"])
     assert 0 < a.completion_tokens <= 6
 
@@ -324,6 +348,7 @@ def test_openai_backend_request_and_usage(monkeypatch, docs):
         "model": "tiny-gpt",
         "temperature": 0,
         "max_tokens": 20,
+        "stop": STOP_STRINGS,
         "messages": build_messages("How many devices?", select_passages(docs, 5, reader.max_passage_chars)),
     }
     assert answer.meta["usage"] == {"prompt_tokens": 321, "completion_tokens": 7}
@@ -361,7 +386,7 @@ def test_openai_backend_http_error_is_reported(monkeypatch):
 # --- the real SmolLM2 (slow, opt-in) ------------------------------------------------------------
 
 
-@pytest.mark.skipif(os.environ.get("SPANQA_SLOW") != "1", reason="set SPANQA_SLOW=1 to load the real SmolLM2 (~20-35 s)")
+@pytest.mark.skipif(os.environ.get("SPANQA_SLOW") != "1", reason="set SPANQA_SLOW=1 to load the real SmolLM2 (~30 s)")
 def test_real_smollm2_answers_with_a_span(docs):
     reader = GenerativeReader(max_new_tokens=48)
     t0 = time.perf_counter()
