@@ -12,7 +12,9 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import queue
 import tempfile
+import threading
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -171,19 +173,60 @@ def _normalise(m: np.ndarray) -> np.ndarray:
     return m / np.where(norms == 0, 1, norms)
 
 
+def _split_in_background(documents: list[SourceDocument], settings: IndexSettings):
+    """Yield ``split_document`` results in order, computed by a worker thread.
+
+    Sentence splitting is pure Python while embedding runs in torch with the GIL released, so splitting the
+    next documents while the current batch is embedded hides most of the splitting time.
+    """
+    done: queue.Queue = queue.Queue(maxsize=256)
+
+    def work() -> None:
+        try:
+            for doc in documents:
+                done.put(split_document(doc, settings))
+        except BaseException as exc:  # noqa: BLE001 - re-raised in the consumer
+            done.put(exc)
+
+    threading.Thread(target=work, daemon=True).start()
+    for _ in documents:
+        item = done.get()
+        if isinstance(item, BaseException):
+            raise item
+        yield item
+
+
 def build_index(
     documents: list[SourceDocument],
     settings: IndexSettings,
     embedder: Embedder,
     embedding_cache: EmbeddingCache | None = None,
     progress: Callable | None = None,
+    embed_batch: int = 256,
 ) -> tuple[CorpusIndex, dict]:
-    """Split, tokenise and embed ``documents``. Returns the index and stats (chunks, newly embedded)."""
+    """Split, tokenise and embed ``documents``. Returns the index and stats (chunks, newly embedded).
+
+    Texts are embedded in groups of ``embed_batch`` as soon as they are split, so the two overlap.
+    """
     analyzer = Analyzer(**settings.analyzer)
     chunk_doc, chunk_start, chunk_end, kinds, texts, units_all, blocks_all = [], [], [], [], [], [], []
-    it = progress(documents, desc="splitting", unit="doc") if progress else documents
-    for pos, doc in enumerate(it):
-        blocks, units, chunks = split_document(doc, settings)
+    vectors: list[np.ndarray] = []
+    n_new = 0
+
+    def embed(batch: list[str]) -> None:
+        nonlocal n_new
+        prefixed = [settings.passage_prefix + t for t in batch]
+        if embedding_cache is not None:
+            m, new = embedding_cache.embed(prefixed, embedder)
+        else:
+            m, new = np.asarray(embedder(prefixed), dtype=np.float32), len(prefixed)
+        vectors.append(m)
+        n_new += new
+
+    pending = 0
+    splits = _split_in_background(documents, settings)
+    it = progress(splits, total=len(documents), desc="indexing", unit="doc") if progress else splits
+    for pos, (doc, (blocks, units, chunks)) in enumerate(zip(documents, it)):
         blocks_all.append(np.array([(b.start, b.end) for b in blocks], dtype=np.int64).reshape(-1, 2))
         units_all.append(np.array([(u.start, u.end) for u in units], dtype=np.int64).reshape(-1, 2))
         for c in chunks:
@@ -192,12 +235,13 @@ def build_index(
             chunk_end.append(c.end)
             kinds.append(c.kind)
             texts.append(index_text(doc, blocks, c, settings.embed_title))
+        if len(texts) - pending >= embed_batch:
+            embed(texts[pending:])
+            pending = len(texts)
+    if len(texts) > pending:
+        embed(texts[pending:])
     bm25 = InvertedIndex.build([analyzer(t) for t in texts])
-    prefixed = [settings.passage_prefix + t for t in texts]
-    if embedding_cache is not None:
-        vectors, n_new = embedding_cache.embed(prefixed, embedder)
-    else:
-        vectors, n_new = np.asarray(embedder(prefixed), dtype=np.float32), len(prefixed)
+    matrix = np.concatenate([v for v in vectors if v.size]) if any(v.size for v in vectors) else np.zeros((0, 0), np.float32)
     index = CorpusIndex(
         documents,
         np.array(chunk_doc, dtype=np.int32),
@@ -207,7 +251,7 @@ def build_index(
         units_all,
         blocks_all,
         bm25,
-        _normalise(vectors).astype(np.float32) if len(vectors) else vectors,
+        _normalise(matrix).astype(np.float32) if len(matrix) else matrix,
         settings,
     )
     return index, {"documents": len(documents), "chunks": len(texts), "embedded": n_new}
