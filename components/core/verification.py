@@ -35,7 +35,9 @@ Lexical rules, in order (thresholds are parameters; nothing here is tuned on a d
    most ``max_missing_key_terms`` of them, nowhere) → PARTIAL ``key_terms_elsewhere``;
 4. fewer than ``min_term_coverage`` of the question's content terms (stems, question words removed) are
    in the evidence, lead-in or title → PARTIAL ``low_term_coverage``;
-5. otherwise SUPPORTED.
+5. the question asks for a quantity ("how many / much / long / far …", "what price / port / year …")
+   and the answer holds no number → PARTIAL ``answer_type_missing`` (the value asked for is not there);
+6. otherwise SUPPORTED.
 
 Example::
 
@@ -72,6 +74,31 @@ QUESTION_WORDS = frozenset(
     please list name describe explain tell give show find say says said mean means meant
     much many long often far about than also just only very""".split()
 )
+
+
+# A question that asks for a quantity, and what counts as one in an answer (digits that are not part of a
+# code such as GLN-MOT-01, or an English number word). General English, not tuned on a dataset.
+_ASKS_QUANTITY = re.compile(
+    r"\bhow (many|much|long|far|old|often|big|large|high|tall|wide|deep|fast|heavy|soon|frequently)\b"
+    r"|\b(what|which) (is the |are the |was the )?(number|amount|percentage|percent|price|cost|size|length|"
+    r"duration|interval|rate|limit|port|year|version|temperature|speed|distance|capacity|frequency|"
+    r"voltage|weight|height|width|depth|age|fee|timeout|count)\b",
+    re.IGNORECASE,
+)
+_QUANTITY = re.compile(
+    r"(?<![\w-])\d"
+    r"|\b(zero|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|fifteen|twenty|thirty|forty|"
+    r"fifty|sixty|hundred|thousand|million|billion|dozen|twice|half|single|double)\b",
+    re.IGNORECASE,
+)
+
+
+def asks_for_quantity(question: str) -> bool:
+    return bool(_ASKS_QUANTITY.search(question))
+
+
+def has_quantity(text: str) -> bool:
+    return bool(_QUANTITY.search(text))
 
 
 # --------------------------------------------------------------------------------------------- routing
@@ -564,6 +591,9 @@ def lexical_judgement(
             return Judgement(
                 PARTIAL, f"low_term_coverage: {have}/{len(content)} question terms near the answer", used
             )
+    answer_text = evidence.visible.slice(*evidence.answer) if evidence.answer is not None else evidence.evidence_text
+    if asks_for_quantity(question) and not has_quantity(answer_text):
+        return Judgement(PARTIAL, "answer_type_missing: the question asks for a quantity, the answer has none", used)
     what = "answer" if evidence.answer is not None else f"{evidence.coverage:.2f} of the answer's terms"
     keys = f" with {_quote(terms.all())}" if terms else ""
     return Judgement(SUPPORTED, f"supported: {what} in the evidence{keys}", used)

@@ -301,3 +301,19 @@ def test_judge_messages():
         "Return SUPPORTED, PARTIAL or UNSUPPORTED, then one short reason."
     )
     assert "Return SUPPORTED, PARTIAL or UNSUPPORTED, then one short reason." in msgs[0]["content"]
+
+
+def test_quantity_question_needs_a_number_in_the_answer():
+    from components.core.verification import asks_for_quantity, has_quantity
+
+    assert asks_for_quantity("How far away can the Motion Sensor detect movement?")
+    assert asks_for_quantity("What is the price of the Beacon plan?")
+    assert not asks_for_quantity("What causes ERR-7730?")
+    assert has_quantity("up to 7 metres") and has_quantity("twice a day") and has_quantity("$149.90")
+    assert not has_quantity("# Glimmerline Motion Sensor (GLN-MOT-01)")
+    text = "Acme Pro plans. Refunds are handled by the billing team."
+    vis = visible_texts([Piece("d1", 0, text, "Billing")])
+    ev = locate_extractive(vis, "Refunds are handled by the billing team.", doc_id="d1", start=16, end=len(text),
+                           lead_in_units=2)
+    j = lexical_judgement("How long do refunds take for Acme Pro?", ev, vis, Analyzer())
+    assert (j.verdict, j.reason.split(":")[0]) == ("PARTIAL", "answer_type_missing")
