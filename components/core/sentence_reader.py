@@ -1,0 +1,190 @@
+"""The offline "sentence" reading strategy: answer with the best-supported sentence of a window, verbatim.
+
+When no extractive QA model is available, ``ExtractiveReader(fallback="sentence")`` still answers: it picks,
+in each window, the unit (sentence, table row or code part from ``components.core.text``) that best
+supports the question and returns it with one unit of lead-in as the answer span. Everything here is pure:
+the embedding model comes in as a callable ``embed(list[str]) -> array (n, dim)``.
+
+Scoring of a unit ``u`` for question ``q`` (both terms lie in [0, 1], so the score does too)::
+
+    score(u) = COSINE_WEIGHT * max(0, cos(e(q), e(u))) + (1 - COSINE_WEIGHT) * coverage(q, u)
+    coverage(q, u) = sum of weights of q's key terms found in u / sum of weights of q's key terms
+
+Key terms are ``Analyzer`` terms of the question (stemmed, no stopwords, no question words such as
+"what" or "does"); identifiers and numbers
+(``ERR-4012``, ``200``) weigh ``IDENTIFIER_WEIGHT``, other terms 1. A question without key terms is scored by
+the cosine alone. The no-answer score is ``1 - best score`` over all windows: weak support (best < 0.5)
+makes abstaining the top answer. The constants are round, general values, not tuned on any data set.
+
+The answer span of the best unit is the unit plus the unit before it when both lie in the same block
+(paragraph) — a lead-in that usually names what the sentence is about. If the span still does not mention
+an entity the question names (an identifier, or a capitalised word that does not open the question), the
+span widens by one more neighbouring unit that mentions it, the preceding one first (e.g. a heading).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from components.core.analysis import Analyzer, is_identifier
+from components.core.text import Span, split_blocks, split_units
+
+COSINE_WEIGHT = 0.5
+IDENTIFIER_WEIGHT = 2.0
+# Interrogatives and auxiliaries that the shared stopword list keeps: they say what kind of answer is
+# wanted, not what it is about, and no answer sentence contains them.
+QUESTION_WORDS = frozenset(
+    "what when where which who whom whose why how does do did is are was were can could should would".split()
+)
+
+Embed = Callable[[list[str]], "np.ndarray"]
+
+
+@dataclass(frozen=True)
+class Unit:
+    """One unit of a window: its character span in the window text and the index of its block."""
+
+    span: Span
+    block: int
+
+
+@dataclass(frozen=True)
+class SentenceAnswer:
+    """The answer of one window: characters ``[start, end)`` of the window text, its ``score`` in [0, 1],
+    the ``best`` unit that earned the score and all ``units`` the span covers (the evidence)."""
+
+    start: int
+    end: int
+    score: float
+    best: Span
+    units: tuple[Span, ...]
+
+
+def window_units(text: str) -> list[Unit]:
+    """All units of ``text`` (blocks split into sentences / table rows / code parts), in order."""
+    return [Unit(u, b) for b, block in enumerate(split_blocks(text)) for u in split_units(text, block)]
+
+
+def key_terms(question: str, analyzer: Analyzer) -> dict[str, float]:
+    """Index terms of the question with their weights: identifiers and numbers weigh ``IDENTIFIER_WEIGHT``.
+
+    ``QUESTION_WORDS`` (what, when, does ...) are not key terms.
+    """
+    terms: dict[str, float] = {}
+    for word in analyzer.words(question):
+        if word in QUESTION_WORDS:
+            continue
+        weight = IDENTIFIER_WEIGHT if is_identifier(word) else 1.0
+        term = analyzer.stem(word)
+        terms[term] = max(weight, terms.get(term, 0.0))
+    return terms
+
+
+def coverage(terms: dict[str, float], text: str, analyzer: Analyzer) -> float:
+    """Weighted fraction of the question's key ``terms`` that occur in ``text`` (0 when there are none)."""
+    total = sum(terms.values())
+    if total == 0:
+        return 0.0
+    present = set(analyzer(text))
+    return sum(w for t, w in terms.items() if t in present) / total
+
+
+def question_entities(question: str, analyzer: Analyzer) -> list[str]:
+    """What the question names: identifiers/numbers and capitalised words that do not open the question.
+
+    Returned lower-cased and unstemmed (``"err-4012"``, ``"acme"``), stopwords excluded, in order.
+    """
+    entities: list[str] = []
+    for position, token in enumerate(question.split()):
+        token = token.strip(".,;:!?\"'()[]{}«»“”‘’")
+        if not token or not (is_identifier(token) or (position > 0 and token[0].isupper())):
+            continue
+        words = analyzer.words(token)
+        if words and words[0] not in entities and words[0] not in QUESTION_WORDS:
+            entities.append(words[0])
+    return entities
+
+
+def mentions(text: str, entity: str, analyzer: Analyzer) -> bool:
+    """Whether ``text`` contains the word or identifier ``entity`` (as produced by ``question_entities``)."""
+    return entity in analyzer.words(text)
+
+
+def unit_scores(cosines: np.ndarray, coverages: np.ndarray, has_terms: bool = True) -> np.ndarray:
+    """``COSINE_WEIGHT * max(0, cos) + (1 - COSINE_WEIGHT) * coverage`` per unit (cosine alone without terms)."""
+    cos = np.clip(np.asarray(cosines, dtype=np.float64), 0.0, 1.0)
+    if not has_terms:
+        return cos
+    return COSINE_WEIGHT * cos + (1.0 - COSINE_WEIGHT) * np.asarray(coverages, dtype=np.float64)
+
+
+def answer_units(text: str, units: Sequence[Unit], best: int, entities: Sequence[str], analyzer: Analyzer):
+    """Indices ``(first, last)`` of the units forming the answer span around unit ``best``.
+
+    One unit of lead-in from the same block; then, if an entity of the question is still not mentioned,
+    one more neighbouring unit (preceding first, in any block) that mentions a missing entity.
+    """
+    first = best - 1 if best > 0 and units[best - 1].block == units[best].block else best
+    last = best
+    covered = text[units[first].span.start : units[last].span.end]
+    missing = [e for e in entities if not mentions(covered, e, analyzer)]
+    if missing:
+        for extra in (first - 1, last + 1):
+            if 0 <= extra < len(units) and any(mentions(units[extra].span.slice(text), e, analyzer) for e in missing):
+                first, last = min(first, extra), max(last, extra)
+                break
+    return first, last
+
+
+def read_window(
+    question: str,
+    text: str,
+    units: Sequence[Unit],
+    cosines: np.ndarray,
+    analyzer: Analyzer,
+) -> SentenceAnswer | None:
+    """The answer of one window from its units and their cosine similarity to the question (``None``: no units)."""
+    if not units:
+        return None
+    terms = key_terms(question, analyzer)
+    covs = np.array([coverage(terms, u.span.slice(text), analyzer) for u in units])
+    scores = unit_scores(cosines, covs, has_terms=bool(terms))
+    best = int(np.argmax(scores))  # ties: the earliest unit
+    first, last = answer_units(text, units, best, question_entities(question, analyzer), analyzer)
+    return SentenceAnswer(
+        start=units[first].span.start,
+        end=units[last].span.end,
+        score=float(scores[best]),
+        best=units[best].span,
+        units=tuple(u.span for u in units[first : last + 1]),
+    )
+
+
+def _normalise(vectors: np.ndarray) -> np.ndarray:
+    norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+    return vectors / np.where(norms == 0, 1.0, norms)
+
+
+def read_windows(
+    question: str, texts: Sequence[str], embed: Embed, analyzer: Analyzer | None = None
+) -> list[SentenceAnswer | None]:
+    """Answer of each window text; the question and all units are embedded in ONE ``embed`` call."""
+    analyzer = analyzer or Analyzer()
+    units = [window_units(t) for t in texts]
+    pieces = [question] + [u.span.slice(t) for t, us in zip(texts, units, strict=True) for u in us]
+    vectors = _normalise(np.asarray(embed(pieces), dtype=np.float64))
+    cosines = vectors[1:] @ vectors[0]
+    answers, pos = [], 0
+    for text, us in zip(texts, units, strict=True):
+        answers.append(read_window(question, text, us, cosines[pos : pos + len(us)], analyzer))
+        pos += len(us)
+    return answers
+
+
+def no_answer_score(answers: Sequence[SentenceAnswer | None]) -> float:
+    """``1 - best score`` over the windows' answers (1.0 when no window had any unit)."""
+    scores = [a.score for a in answers if a is not None]
+    return 1.0 - max(scores) if scores else 1.0

@@ -1,0 +1,412 @@
+"""Extractive question answering over windows: answer spans with offsets into the original documents."""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from typing import Any
+
+import numpy as np
+from haystack import Document, component, default_from_dict, default_to_dict, logging
+from haystack.dataclasses import ExtractedAnswer
+
+from components.core import sentence_reader
+from components.core.analysis import Analyzer
+from components.core.errors import SpanQAError
+from components.core.models import (
+    ModelUnavailableError,
+    load_hf_model,
+    load_sentence_transformer,
+    resolve_model,
+    torch_device,
+)
+from components.core.span_decoding import (
+    SpanCandidate,
+    cls_no_answer,
+    complement_no_answer,
+    decode_window,
+    dedup_by_overlap,
+)
+from components.core.text import split_blocks, split_units
+
+logger = logging.getLogger(__name__)
+
+FALLBACKS = ("sentence",)
+NO_ANSWER_SCORES = ("cls", "complement")
+
+
+@component
+class ExtractiveReader:
+    """
+    Extracts answer spans from windows with any ``AutoModelForQuestionAnswering`` (SQuAD 2.0 style).
+
+    All windows of a query are tokenised together with the fast tokenizer (a context longer than
+    ``max_seq_length`` tokens overflows into several sequences sharing ``stride`` tokens) and encoded in
+    batches of ``batch_size``. In each sequence only context tokens can be part of an answer; a span of
+    tokens ``i..j`` needs ``j >= i`` and at most ``max_answer_length`` tokens, and scores
+    ``sigmoid(calibration_factor * (start_logit[i] + end_logit[j]))`` — the calibration of
+    transformers-haystack's ``TransformersExtractiveReader``, so scores of different windows compare.
+    The best ``answers_per_seq`` spans of every sequence are pooled, sorted, de-duplicated by character
+    overlap within a document (``overlap_threshold``) and cut to ``top_k``. The pure decoding lives in
+    ``components.core.span_decoding``.
+
+    Each answer is an ``ExtractedAnswer`` with ``data`` the verbatim text, ``document`` the window and
+    ``document_offset`` the span in the window's content; ``meta`` carries ``doc_id``, ``char_start`` and
+    ``char_end`` in the ORIGINAL document (window ``meta["char_start"]`` + offset in the window) and
+    ``evidence``: the sentence(s) of the window that contain the answer, as ``{doc_id, char_start,
+    char_end}`` spans. With ``no_answer=True`` one more answer has ``data=None``, ``meta["no_answer"]=True``
+    and as score the no-answer probability; all answers are sorted by score, so an abstention that beats
+    every span comes first. ``no_answer_score`` picks how that probability is computed:
+
+    - ``"cls"`` (default): SQuAD 2.0's null span, ``sigmoid(calibration_factor * (start[CLS] + end[CLS]))``
+      of the sequence with the lowest null logit. It outranks the best span exactly when the model's null
+      logit beats the best span logit — the decision rule the SQuAD 2.0 models were trained for.
+    - ``"complement"``: the peer's ``prod(1 - score)`` over the returned answers.
+
+    Differences from ``TransformersExtractiveReader`` (same model, same inputs → same spans, texts and
+    scores when ``max_answer_length=None`` and ``no_answer_score="complement"``): answer length is bounded
+    by default (30 tokens); ``"cls"`` no-answer scoring; BERT-style models get their segment ids
+    (``token_type_ids``), which the peer never passes; windows are batched by length instead of one padded
+    batch; a question never gets truncated before the context does; answers carry span ``meta`` but no
+    ``answer_page_number``; no documents at all gives just the abstention (score 1.0) instead of ``[]``.
+
+    **Offline fallback.** With ``fallback="sentence"``, a QA model that cannot be resolved is replaced by
+    the sentence strategy of ``components.core.sentence_reader`` on ``fallback_embedding_model``
+    embeddings: in each window, the unit (sentence, table row, code part) most similar to the question
+    and covering its key terms, plus one unit of lead-in, verbatim. ``served_by`` says so and a warning is
+    logged. Without a fallback ``warm_up()`` raises ``ModelUnavailableError``.
+
+    ### Usage example
+
+    ```python
+    from haystack import Document
+    from components.readers import ExtractiveReader
+
+    reader = ExtractiveReader(model="deepset/roberta-base-squad2", top_k=3, fallback="sentence")
+    reader.warm_up()
+    print(reader.served_by)  # "deepset/roberta-base-squad2 (hf-cache)" or "fallback:sentence (...)"
+    window = Document(
+        content="The Eiffel Tower is in Paris. It was finished in 1889.",
+        meta={"doc_id": "eiffel", "char_start": 120, "char_end": 174, "level": "window"},
+    )
+    answers = reader.run(query="When was the Eiffel Tower finished?", documents=[window])["answers"]
+    best = answers[0]
+    if best.meta.get("no_answer"):
+        print("abstained", best.score)
+    else:
+        print(best.data, best.score, best.meta["doc_id"], best.meta["char_start"], best.meta["char_end"])
+    ```
+
+    In YAML:
+
+    ```yaml
+    read:
+      type: components.readers.extractive_reader.ExtractiveReader
+      init_parameters:
+        model: deepset/roberta-base-squad2
+        top_k: 5
+        fallback: sentence
+        fallback_embedding_model: sentence-transformers/all-MiniLM-L6-v2
+    ```
+    """
+
+    def __init__(
+        self,
+        *,
+        model: str = "deepset/roberta-base-squad2",
+        device: str | None = None,
+        top_k: int = 20,
+        max_seq_length: int = 384,
+        stride: int = 128,
+        batch_size: int = 16,
+        max_answer_length: int | None = 30,
+        answers_per_seq: int = 20,
+        calibration_factor: float = 0.1,
+        overlap_threshold: float | None = 0.01,
+        no_answer: bool = True,
+        no_answer_score: str = "cls",
+        score_threshold: float | None = None,
+        fallback: str | None = None,
+        fallback_embedding_model: str = "sentence-transformers/all-MiniLM-L6-v2",
+    ) -> None:
+        """
+        Create the reader; nothing is loaded until ``warm_up()``.
+
+        :param model: Hub id or local directory of a question answering model with a fast tokenizer.
+        :param device: Torch device; ``None`` picks CUDA when present, else CPU.
+        :param top_k: Answers to return (plus the no-answer answer when ``no_answer``).
+        :param max_seq_length: Tokens per sequence (question + context + special tokens).
+        :param stride: Tokens shared by consecutive sequences of a long context.
+        :param batch_size: Sequences per forward pass.
+        :param max_answer_length: Longest answer in tokens; ``None`` for no limit (as the peer).
+        :param answers_per_seq: Best spans kept from each sequence before pooling.
+        :param calibration_factor: Scale of the logits inside the sigmoid.
+        :param overlap_threshold: Drop an answer overlapping a better one of the same window by more than
+            this fraction of either span; ``None`` keeps all.
+        :param no_answer: Add the no-answer answer.
+        :param no_answer_score: ``"cls"`` (SQuAD 2.0 null span) or ``"complement"`` (``prod(1 - score)``).
+        :param score_threshold: Drop answers (including the no-answer) scoring below this.
+        :param fallback: ``None`` (raise when the model is missing) or ``"sentence"``.
+        :param fallback_embedding_model: Sentence-transformers model of the ``"sentence"`` fallback.
+        """
+        if top_k <= 0:
+            raise ValueError(f"ExtractiveReader: top_k must be > 0, got {top_k}")
+        if batch_size <= 0:
+            raise ValueError(f"ExtractiveReader: batch_size must be > 0, got {batch_size}")
+        if not 0 <= stride < max_seq_length:
+            raise ValueError(f"ExtractiveReader: need 0 <= stride < max_seq_length, got {stride}, {max_seq_length}")
+        if max_answer_length is not None and max_answer_length <= 0:
+            raise ValueError(f"ExtractiveReader: max_answer_length must be > 0 or None, got {max_answer_length}")
+        if no_answer_score not in NO_ANSWER_SCORES:
+            raise ValueError(f"ExtractiveReader: no_answer_score must be one of {NO_ANSWER_SCORES}, got {no_answer_score!r}")
+        if fallback is not None and fallback not in FALLBACKS:
+            raise ValueError(f"ExtractiveReader: fallback must be one of {FALLBACKS} or None, got {fallback!r}")
+        self.model = str(model)
+        self.device = device
+        self.top_k = top_k
+        self.max_seq_length = max_seq_length
+        self.stride = stride
+        self.batch_size = batch_size
+        self.max_answer_length = max_answer_length
+        self.answers_per_seq = answers_per_seq
+        self.calibration_factor = calibration_factor
+        self.overlap_threshold = overlap_threshold
+        self.no_answer = no_answer
+        self.no_answer_score = no_answer_score
+        self.score_threshold = score_threshold
+        self.fallback = fallback
+        self.fallback_embedding_model = str(fallback_embedding_model)
+
+        self.served_by: str | None = None
+        self._tokenizer = None
+        self._qa_model = None
+        self._embedder = None
+        self._analyzer = Analyzer()
+
+    # ------------------------------------------------------------------ lifecycle
+
+    def warm_up(self) -> None:
+        """Resolve and load the QA model, or the sentence fallback's embedder when the YAML names one."""
+        if self._qa_model is not None or self._embedder is not None:
+            return
+        device = torch_device(self.device)
+        try:
+            resolved = resolve_model(self.model, component=type(self).__name__)
+        except ModelUnavailableError:
+            if self.fallback is None:
+                raise
+            fb = resolve_model(self.fallback_embedding_model, component=f"{type(self).__name__} fallback")
+            self._embedder = load_sentence_transformer(fb.path, device)
+            self.served_by = f"fallback:{self.fallback} ({self.model} unavailable)"
+            logger.warning(
+                "ExtractiveReader: QA model {model} is unavailable; answering with the best-supported sentence "
+                "of each window ({fallback} embeddings) instead.",
+                model=self.model,
+                fallback=fb.describe(),
+            )
+            return
+        tokenizer, model = load_hf_model(resolved.path, "AutoModelForQuestionAnswering", device)
+        if not getattr(tokenizer, "is_fast", False):
+            raise SpanQAError(
+                f"ExtractiveReader: the tokenizer of '{self.model}' ({resolved.path}) is not a fast (Rust) "
+                "tokenizer, so it gives no character offsets for answer spans. Use a model directory that has "
+                "a tokenizer.json, or convert its tokenizer with transformers and save it next to the model."
+            )
+        self._tokenizer, self._qa_model = tokenizer, model
+        self.served_by = resolved.describe()
+
+    def to_dict(self) -> dict[str, Any]:
+        """Serialise the init parameters."""
+        return default_to_dict(
+            self,
+            model=self.model,
+            device=self.device,
+            top_k=self.top_k,
+            max_seq_length=self.max_seq_length,
+            stride=self.stride,
+            batch_size=self.batch_size,
+            max_answer_length=self.max_answer_length,
+            answers_per_seq=self.answers_per_seq,
+            calibration_factor=self.calibration_factor,
+            overlap_threshold=self.overlap_threshold,
+            no_answer=self.no_answer,
+            no_answer_score=self.no_answer_score,
+            score_threshold=self.score_threshold,
+            fallback=self.fallback,
+            fallback_embedding_model=self.fallback_embedding_model,
+        )
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> ExtractiveReader:
+        """Create the reader from ``to_dict`` output."""
+        return default_from_dict(cls, data)
+
+    # ------------------------------------------------------------------ run
+
+    @component.output_types(answers=list[ExtractedAnswer])
+    def run(self, query: str, documents: list[Document], top_k: int | None = None) -> dict[str, list[ExtractedAnswer]]:
+        """
+        Extract answers to ``query`` from the windows ``documents``.
+
+        :param query: The question.
+        :param documents: Windows (``meta``: ``doc_id``, ``char_start``, ``char_end`` in the source document).
+        :param top_k: Overrides the init ``top_k`` for this call.
+        :returns: ``{"answers": [...]}`` sorted by score, the no-answer answer among them.
+        """
+        self.warm_up()
+        top_k = self.top_k if top_k is None else top_k
+        windows = [doc for doc in documents if doc.content is not None]
+        if len(windows) < len(documents):
+            logger.warning("ExtractiveReader: {n} document(s) without text were ignored.", n=len(documents) - len(windows))
+        if self._embedder is not None:
+            answers, no_answer_prob = self._read_sentences(query, windows, top_k)
+        else:
+            answers, no_answer_prob = self._read_spans(query, windows, top_k)
+        if self.no_answer:
+            answers.append(no_answer_answer(query, no_answer_prob))
+        answers.sort(key=lambda a: a.score, reverse=True)
+        if self.score_threshold is not None:
+            answers = [a for a in answers if a.score >= self.score_threshold]
+        return {"answers": answers}
+
+    def _read_spans(self, query: str, windows: list[Document], top_k: int) -> tuple[list[ExtractedAnswer], float]:
+        """Answers from the QA model and the no-answer probability."""
+        if not windows:
+            return [], 1.0
+        decoded, sample_map = self._decode(query, [w.content for w in windows])
+        pooled = [(span, windows[sample_map[d.window]]) for d in decoded for span in d.spans]
+        pooled.sort(key=lambda pair: pair[0].logit, reverse=True)  # stable: window order on ties
+        pooled = dedup_by_overlap(pooled, lambda p: (p[1].id, p[0].char_start, p[0].char_end), self.overlap_threshold)
+        pooled = pooled[:top_k]
+        if self.no_answer_score == "cls":
+            no_answer_prob = cls_no_answer((d.null_logit for d in decoded), self.calibration_factor)
+        else:
+            no_answer_prob = complement_no_answer(span.score for span, _ in pooled)
+        return [span_answer(query, span, doc) for span, doc in pooled], no_answer_prob
+
+    def _decode(self, query: str, contexts: list[str]):
+        """Tokenise all (query, context) pairs, run the model in batches, decode each sequence."""
+        import torch
+
+        enc = self._tokenize(query, contexts)
+        input_ids, attention = enc["input_ids"], enc["attention_mask"]
+        offsets = enc["offset_mapping"]
+        sequence_ids = np.array([[-1 if s is None else s for s in enc.sequence_ids(i)] for i in range(len(input_ids))])
+        extra = {}
+        if "token_type_ids" in enc and getattr(self._qa_model.config, "type_vocab_size", 1) > 1:
+            extra["token_type_ids"] = enc["token_type_ids"]
+        cls_id = self._tokenizer.cls_token_id
+        device = self._qa_model.device
+
+        decoded = [None] * len(input_ids)
+        order = np.argsort(-attention.sum(axis=1), kind="stable")  # similar lengths share a batch
+        for b in range(0, len(order), self.batch_size):
+            rows = order[b : b + self.batch_size]
+            cols = attention[rows].any(axis=0)  # drop padding columns no row of this batch needs
+            inputs = {"input_ids": input_ids[rows][:, cols], "attention_mask": attention[rows][:, cols]}
+            inputs.update({k: v[rows][:, cols] for k, v in extra.items()})
+            with torch.inference_mode():
+                out = self._qa_model(**{k: torch.from_numpy(v).to(device) for k, v in inputs.items()})
+            starts = out.start_logits.float().cpu().numpy()
+            ends = out.end_logits.float().cpu().numpy()
+            for r, row in enumerate(rows):
+                ids = inputs["input_ids"][r]
+                hits = np.flatnonzero(ids == cls_id) if cls_id is not None else []
+                decoded[row] = decode_window(
+                    starts[r],
+                    ends[r],
+                    offsets[row][cols],
+                    sequence_ids[row][cols],
+                    inputs["attention_mask"][r],
+                    k=self.answers_per_seq,
+                    max_answer_length=self.max_answer_length,
+                    calibration_factor=self.calibration_factor,
+                    cls_index=int(hits[0]) if len(hits) else 0,
+                    window=int(row),
+                )
+        return decoded, [int(s) for s in enc["overflow_to_sample_mapping"]]
+
+    def _tokenize(self, query: str, contexts: list[str]):
+        """Fast-tokenizer encoding with overflow windows, offsets, padded to the longest sequence (numpy)."""
+        kwargs = dict(
+            padding="longest",
+            max_length=self.max_seq_length,
+            stride=self.stride,
+            return_overflowing_tokens=True,
+            return_offsets_mapping=True,
+            return_tensors="np",
+        )
+        queries = [query] * len(contexts)
+        try:  # truncate only the context: the question stays whole in every window
+            return self._tokenizer(queries, contexts, truncation="only_second", **kwargs)
+        except Exception:  # noqa: BLE001 - a question too long to leave room for context: cut both
+            return self._tokenizer(queries, contexts, truncation="longest_first", **kwargs)
+
+    def _read_sentences(self, query: str, windows: list[Document], top_k: int) -> tuple[list[ExtractedAnswer], float]:
+        """Answers of the offline sentence strategy and its no-answer score (1 - best)."""
+        found = sentence_reader.read_windows(query, [w.content for w in windows], self._embed, self._analyzer)
+        answers = []
+        for doc, hit in zip(windows, found, strict=True):
+            if hit is None:
+                continue
+            answers.append(
+                ExtractedAnswer(
+                    query=query,
+                    score=hit.score,
+                    data=doc.content[hit.start : hit.end],
+                    document=doc,
+                    document_offset=ExtractedAnswer.Span(hit.start, hit.end),
+                    meta=span_meta(doc, hit.start, hit.end, [(u.start, u.end) for u in hit.units]),
+                )
+            )
+        answers.sort(key=lambda a: a.score, reverse=True)
+        return answers[:top_k], sentence_reader.no_answer_score(found)
+
+    def _embed(self, texts: list[str]) -> np.ndarray:
+        return self._embedder.encode(
+            texts, batch_size=32, convert_to_numpy=True, normalize_embeddings=True, show_progress_bar=False
+        )
+
+
+# ---------------------------------------------------------------------- answers and their meta
+
+
+def span_meta(doc: Document, start: int, end: int, evidence: list[tuple[int, int]]) -> dict[str, Any]:
+    """``meta`` of an answer at ``[start, end)`` of ``doc.content``: original-document offsets and evidence."""
+    doc_id = doc.meta.get("doc_id", doc.id)
+    base = int(doc.meta.get("char_start", 0))
+    return {
+        "doc_id": doc_id,
+        "char_start": base + start,
+        "char_end": base + end,
+        "evidence": [{"doc_id": doc_id, "char_start": base + s, "char_end": base + e} for s, e in evidence],
+    }
+
+
+@lru_cache(maxsize=512)
+def text_units(text: str) -> tuple[tuple[int, int], ...]:
+    """All units (sentences, table rows, code parts) of ``text`` as ``(start, end)``; memoised per text."""
+    return tuple((u.start, u.end) for block in split_blocks(text) for u in split_units(text, block))
+
+
+def containing_units(text: str, start: int, end: int) -> list[tuple[int, int]]:
+    """The units of ``text`` that overlap ``[start, end)``; the span itself if none does."""
+    hits = [(s, e) for s, e in text_units(text) if s < end and start < e]
+    return hits or [(start, end)]
+
+
+def span_answer(query: str, span: SpanCandidate, doc: Document) -> ExtractedAnswer:
+    """The ``ExtractedAnswer`` of a decoded span of ``doc`` (offsets into ``doc.content``)."""
+    s, e = span.char_start, span.char_end
+    return ExtractedAnswer(
+        query=query,
+        score=span.score,
+        data=doc.content[s:e],
+        document=doc,
+        document_offset=ExtractedAnswer.Span(s, e),
+        meta=span_meta(doc, s, e, containing_units(doc.content, s, e)),
+    )
+
+
+def no_answer_answer(query: str, score: float) -> ExtractedAnswer:
+    """The abstention: ``data=None``, ``meta["no_answer"]=True``, ``score`` the no-answer probability."""
+    return ExtractedAnswer(query=query, score=float(score), data=None, document=None, meta={"no_answer": True, "evidence": []})
