@@ -86,3 +86,63 @@ class Analyzer:
 
     def to_dict(self) -> dict:
         return {"language": self.language, "stopwords": self.stopwords, "split_identifiers": self.split_identifiers}
+
+
+# ------------------------------------------------------------------------------ what a question asks
+# General English, shared by the offline reader and the lexical verifier; not tuned on any data set.
+
+# Question, auxiliary and pronoun words: never key terms, never "content" terms of a question.
+QUESTION_WORDS = frozenset(
+    """what which who whom whose when where why how whats whos
+    do does did done is are was were be been being am can could should would will shall may might must
+    has have had having i me my mine we us our ours you your yours he him his she her hers it its they
+    them their theirs this that these those there here some any all each every other another
+    please list name describe explain tell give show find say says said mean means meant
+    much many long often far about than also just only very""".split()
+)
+
+_ASKS_QUANTITY = re.compile(
+    r"\bhow (many|much|long|far|old|often|big|large|high|tall|wide|deep|fast|heavy|soon|quickly|frequently)\b"
+    r"|\b(what|which)\s+(\w+\s+){0,2}?(number|amount|percentage|percent|price|cost|size|length|duration|"
+    r"interval|rate|limit|port|year|version|temperature|speed|distance|capacity|frequency|voltage|weight|"
+    r"height|width|depth|age|fee|timeout|count)\b",
+    re.IGNORECASE,
+)
+# digits that start a number (not the tail of a code such as GLN-MOT-01), or an English number word
+_QUANTITY = re.compile(
+    r"(?<![\w-])\d"
+    r"|\b(zero|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|fifteen|twenty|thirty|forty|"
+    r"fifty|sixty|hundred|thousand|million|billion|dozen|twice|half|single|double)\b",
+    re.IGNORECASE,
+)
+_HOW_MANY_UNIT = re.compile(r"\bhow many (\w+)", re.IGNORECASE)
+UNIT_WORDS = frozenset(
+    """second seconds minute minutes hour hours day days week weeks month months year years decade decades
+    century centuries millisecond milliseconds metre metres meter meters centimetre centimetres centimeter
+    centimeters millimetre millimetres kilometre kilometres kilometer kilometers mile miles foot feet inch
+    inches yard yards gram grams kilogram kilograms pound pounds ounce ounces ton tons tonne tonnes litre
+    litres liter liters gallon gallons percent degree degrees watt watts volt volts amp amps lumen lumens
+    byte bytes kilobyte kilobytes megabyte megabytes gigabyte gigabytes terabyte terabytes dollar dollars
+    euro euros cent cents""".split()
+)
+
+
+def asks_for_quantity(question: str) -> bool:
+    """Whether the question asks for a number ("how many …", "how long …", "what is the price …")."""
+    return bool(_ASKS_QUANTITY.search(question))
+
+
+def has_quantity(text: str) -> bool:
+    """Whether ``text`` states a number (digits or an English number word)."""
+    return bool(_QUANTITY.search(text))
+
+
+def asked_unit(question: str) -> str | None:
+    """The unit of measure a "how many <unit>" question asks in (``hours`` → ``"hours"``), else ``None``."""
+    m = _HOW_MANY_UNIT.search(question)
+    return m.group(1).lower() if m and m.group(1).lower() in UNIT_WORDS else None
+
+
+def mentions_unit(text: str, unit: str, analyzer: Analyzer) -> bool:
+    """Whether ``text`` uses ``unit`` in any form (``hour`` / ``hours`` / ``hrs`` is not guessed: stems only)."""
+    return analyzer.stem(unit) in {analyzer.stem(w) for w in analyzer.words(text)} or unit in text.lower()

@@ -11,10 +11,20 @@ Scoring of a unit ``u`` for question ``q`` (both terms lie in [0, 1], so the sco
     coverage(q, u) = sum of weights of q's key terms found in u / sum of weights of q's key terms
 
 Key terms are ``Analyzer`` terms of the question (stemmed, no stopwords, no question words such as
-"what" or "does"); identifiers and numbers
+"what" or "does"); a key term found only in the unit's lead-in (the unit before it in the same paragraph,
+which often holds the subject a pronoun refers to) counts half. Identifiers and numbers
 (``ERR-4012``, ``200``) weigh ``IDENTIFIER_WEIGHT``, other terms 1. A question without key terms is scored by
 the cosine alone. The no-answer score is ``1 - best score`` over all windows: weak support (best < 0.5)
 makes abstaining the top answer. The constants are round, general values, not tuned on any data set.
+
+Two more rules make the chosen unit the one that holds the *value* asked for:
+
+- headings, table header rows and bare code fences are never answers (they may be lead-in);
+- a question that asks for a quantity (``analysis.asks_for_quantity``) halves the score of a unit without a
+  number, and "how many <unit>" halves it again when the unit of measure is not named.
+
+A table row is scored (embedding and key terms) together with its table's header row, which names the
+columns, but the answer span is the row itself.
 
 The answer span of the best unit is the unit plus the unit before it when both lie in the same block
 (paragraph) — a lead-in that usually names what the sentence is about. If the span still does not mention
@@ -29,26 +39,38 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from components.core.analysis import Analyzer, is_identifier
-from components.core.text import Span, split_blocks, split_units
+from components.core.analysis import (
+    QUESTION_WORDS,
+    Analyzer,
+    asked_unit,
+    asks_for_quantity,
+    has_quantity,
+    is_identifier,
+    mentions_unit,
+)
+from components.core.text import CODE, TABLE, Span, split_blocks, split_units
 
 COSINE_WEIGHT = 0.5
 IDENTIFIER_WEIGHT = 2.0
-# Interrogatives and auxiliaries that the shared stopword list keeps: they say what kind of answer is
-# wanted, not what it is about, and no answer sentence contains them.
-QUESTION_WORDS = frozenset(
-    "what when where which who whom whose why how does do did is are was were can could should would".split()
-)
-
 Embed = Callable[[list[str]], "np.ndarray"]
 
 
 @dataclass(frozen=True)
 class Unit:
-    """One unit of a window: its character span in the window text and the index of its block."""
+    """One unit of a window: its character span in the window text and the index of its block.
+
+    ``context`` is extra text the unit is scored with (a table row's header row); ``answerable`` is False
+    for headings, table header rows and bare code fences, which can be lead-in but never the answer.
+    """
 
     span: Span
     block: int
+    context: str = ""
+    answerable: bool = True
+
+    def scored_text(self, text: str) -> str:
+        body = self.span.slice(text)
+        return f"{self.context}\n{body}" if self.context else body
 
 
 @dataclass(frozen=True)
@@ -63,9 +85,25 @@ class SentenceAnswer:
     units: tuple[Span, ...]
 
 
+def _is_heading(line: str) -> bool:
+    return line.lstrip().startswith("#")
+
+
 def window_units(text: str) -> list[Unit]:
     """All units of ``text`` (blocks split into sentences / table rows / code parts), in order."""
-    return [Unit(u, b) for b, block in enumerate(split_blocks(text)) for u in split_units(text, block)]
+    units = []
+    for b, block in enumerate(split_blocks(text)):
+        parts = split_units(text, block)
+        header = parts[0].slice(text) if block.kind == TABLE and parts else ""
+        for i, u in enumerate(parts):
+            body = u.slice(text)
+            if block.kind == TABLE:
+                units.append(Unit(u, b, header if i > 0 else "", answerable=i > 0))
+            elif block.kind == CODE:
+                units.append(Unit(u, b, answerable=bool(body.strip("`~ \n").partition("\n")[2] or not body.startswith(("```", "~~~")))))
+            else:
+                units.append(Unit(u, b, answerable=not _is_heading(body)))
+    return units
 
 
 def key_terms(question: str, analyzer: Analyzer) -> dict[str, float]:
@@ -139,6 +177,26 @@ def answer_units(text: str, units: Sequence[Unit], best: int, entities: Sequence
     return first, last
 
 
+def answer_type_factor(question: str, text: str, analyzer: Analyzer) -> float:
+    """1.0, halved when a quantity is asked and ``text`` has no number, halved again for a missing unit."""
+    factor = 1.0
+    if asks_for_quantity(question) and not has_quantity(text):
+        factor *= 0.5
+    unit = asked_unit(question)
+    if unit and not mentions_unit(text, unit, analyzer):
+        factor *= 0.5
+    return factor
+
+
+def lead_in_coverage(terms: dict[str, float], text: str, units: Sequence[Unit], i: int, analyzer: Analyzer) -> float:
+    """Coverage of unit ``i`` where a key term found only in its lead-in (previous unit, same block) counts half."""
+    own = coverage(terms, units[i].scored_text(text), analyzer)
+    if i == 0 or units[i - 1].block != units[i].block:
+        return own
+    with_lead = coverage(terms, units[i - 1].span.slice(text) + "\n" + units[i].scored_text(text), analyzer)
+    return own + 0.5 * (with_lead - own)
+
+
 def read_window(
     question: str,
     text: str,
@@ -147,13 +205,17 @@ def read_window(
     analyzer: Analyzer,
 ) -> SentenceAnswer | None:
     """The answer of one window from its units and their cosine similarity to the question (``None``: no units)."""
-    if not units:
+    candidates = [i for i, u in enumerate(units) if u.answerable]
+    if not candidates:
         return None
     terms = key_terms(question, analyzer)
-    covs = np.array([coverage(terms, u.span.slice(text), analyzer) for u in units])
+    covs = np.array([lead_in_coverage(terms, text, units, i, analyzer) for i in range(len(units))])
     scores = unit_scores(cosines, covs, has_terms=bool(terms))
-    best = int(np.argmax(scores))  # ties: the earliest unit
+    scores *= np.array([answer_type_factor(question, u.span.slice(text), analyzer) for u in units])
+    best = max(candidates, key=lambda i: (scores[i], -i))  # ties: the earliest unit
     first, last = answer_units(text, units, best, question_entities(question, analyzer), analyzer)
+    if units[best].context and first < best:  # a table row is its own answer; the header is its context
+        first = best
     return SentenceAnswer(
         start=units[first].span.start,
         end=units[last].span.end,
@@ -174,7 +236,7 @@ def read_windows(
     """Answer of each window text; the question and all units are embedded in ONE ``embed`` call."""
     analyzer = analyzer or Analyzer()
     units = [window_units(t) for t in texts]
-    pieces = [question] + [u.span.slice(t) for t, us in zip(texts, units, strict=True) for u in us]
+    pieces = [question] + [u.scored_text(t) for t, us in zip(texts, units, strict=True) for u in us]
     vectors = _normalise(np.asarray(embed(pieces), dtype=np.float64))
     cosines = vectors[1:] @ vectors[0]
     answers, pos = [], 0

@@ -36,7 +36,8 @@ Lexical rules, in order (thresholds are parameters; nothing here is tuned on a d
 4. fewer than ``min_term_coverage`` of the question's content terms (stems, question words removed) are
    in the evidence, lead-in or title → PARTIAL ``low_term_coverage``;
 5. the question asks for a quantity ("how many / much / long / far …", "what price / port / year …")
-   and the answer holds no number → PARTIAL ``answer_type_missing`` (the value asked for is not there);
+   and the answer holds no number, or it asks "how many <unit>" and the answer never names that unit →
+   PARTIAL ``answer_type_missing`` (the value asked for is not there);
 6. otherwise SUPPORTED.
 
 Example::
@@ -54,7 +55,16 @@ import re
 from dataclasses import dataclass, field
 from typing import Iterable
 
-from components.core.analysis import Analyzer, english_stopwords, is_identifier
+from components.core.analysis import (
+    QUESTION_WORDS,
+    Analyzer,
+    asked_unit,
+    asks_for_quantity,
+    english_stopwords,
+    has_quantity,
+    is_identifier,
+    mentions_unit,
+)
 from components.core.text import PROSE, Span, split_blocks, split_units
 
 SUPPORTED, PARTIAL, UNSUPPORTED, NOT_FOUND = "SUPPORTED", "PARTIAL", "UNSUPPORTED", "NOT_FOUND"
@@ -63,43 +73,6 @@ VERDICTS = (SUPPORTED, PARTIAL, UNSUPPORTED)
 # narrow → wide; a "chunk" (no expander in the pipeline) is treated like a "window"
 LEVELS = ("chunk", "window", "paragraph", "passage")
 WIDEN_LEVELS = ("paragraph", "passage")
-
-# English question, auxiliary and pronoun words: never key terms, never "content" terms of a question.
-# (General English function words, added to the analyzer's stopwords; not tuned on any dataset.)
-QUESTION_WORDS = frozenset(
-    """what which who whom whose when where why how whats whos
-    do does did done is are was were be been being am can could should would will shall may might must
-    has have had having i me my mine we us our ours you your yours he him his she her hers it its they
-    them their theirs this that these those there here some any all each every other another
-    please list name describe explain tell give show find say says said mean means meant
-    much many long often far about than also just only very""".split()
-)
-
-
-# A question that asks for a quantity, and what counts as one in an answer (digits that are not part of a
-# code such as GLN-MOT-01, or an English number word). General English, not tuned on a dataset.
-_ASKS_QUANTITY = re.compile(
-    r"\bhow (many|much|long|far|old|often|big|large|high|tall|wide|deep|fast|heavy|soon|frequently)\b"
-    r"|\b(what|which) (is the |are the |was the )?(number|amount|percentage|percent|price|cost|size|length|"
-    r"duration|interval|rate|limit|port|year|version|temperature|speed|distance|capacity|frequency|"
-    r"voltage|weight|height|width|depth|age|fee|timeout|count)\b",
-    re.IGNORECASE,
-)
-_QUANTITY = re.compile(
-    r"(?<![\w-])\d"
-    r"|\b(zero|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|fifteen|twenty|thirty|forty|"
-    r"fifty|sixty|hundred|thousand|million|billion|dozen|twice|half|single|double)\b",
-    re.IGNORECASE,
-)
-
-
-def asks_for_quantity(question: str) -> bool:
-    return bool(_ASKS_QUANTITY.search(question))
-
-
-def has_quantity(text: str) -> bool:
-    return bool(_QUANTITY.search(text))
-
 
 # --------------------------------------------------------------------------------------------- routing
 
@@ -594,6 +567,9 @@ def lexical_judgement(
     answer_text = evidence.visible.slice(*evidence.answer) if evidence.answer is not None else evidence.evidence_text
     if asks_for_quantity(question) and not has_quantity(answer_text):
         return Judgement(PARTIAL, "answer_type_missing: the question asks for a quantity, the answer has none", used)
+    unit = asked_unit(question)
+    if unit and not mentions_unit(answer_text, unit, analyzer):
+        return Judgement(PARTIAL, f"answer_type_missing: the question asks for {unit}, the answer does not say", used)
     what = "answer" if evidence.answer is not None else f"{evidence.coverage:.2f} of the answer's terms"
     keys = f" with {_quote(terms.all())}" if terms else ""
     return Judgement(SUPPORTED, f"supported: {what} in the evidence{keys}", used)

@@ -304,7 +304,7 @@ def test_judge_messages():
 
 
 def test_quantity_question_needs_a_number_in_the_answer():
-    from components.core.verification import asks_for_quantity, has_quantity
+    from components.core.analysis import asks_for_quantity, has_quantity
 
     assert asks_for_quantity("How far away can the Motion Sensor detect movement?")
     assert asks_for_quantity("What is the price of the Beacon plan?")
