@@ -180,6 +180,7 @@ class ExtractiveReader:
         self._tokenizer = None
         self._qa_model = None
         self._embedder = None
+        self._unit_vectors: dict[str, np.ndarray] = {}
         self._analyzer = Analyzer()
 
     # ------------------------------------------------------------------ lifecycle
@@ -362,9 +363,19 @@ class ExtractiveReader:
         return answers[:top_k], sentence_reader.no_answer_score(found)
 
     def _embed(self, texts: list[str]) -> np.ndarray:
-        return self._embedder.encode(
-            texts, batch_size=32, convert_to_numpy=True, normalize_embeddings=True, show_progress_bar=False
-        )
+        """Unit embeddings, memoised by text: the widening loop re-reads the same sentences."""
+        missing = list(dict.fromkeys(t for t in texts if t not in self._unit_vectors))
+        if missing:
+            vectors = self._embedder.encode(
+                missing, batch_size=32, convert_to_numpy=True, normalize_embeddings=True, show_progress_bar=False
+            )
+            if len(self._unit_vectors) + len(missing) > UNIT_CACHE_SIZE:
+                self._unit_vectors.clear()
+            self._unit_vectors.update(zip(missing, vectors))
+        return np.stack([self._unit_vectors[t] for t in texts])
+
+
+UNIT_CACHE_SIZE = 200_000  # sentence embeddings kept in memory by the offline strategy (~300 MB at 384 dims)
 
 
 # ---------------------------------------------------------------------- answers and their meta
