@@ -127,6 +127,24 @@ UNIT_WORDS = frozenset(
 )
 
 
+_ASKS_REASON = re.compile(r"^\s*why\b|\bwhat (causes|caused|makes|made|leads to|led to|triggers)\b|\bfor what reason\b", re.I)
+_REASON = re.compile(
+    r"\b(because|due to|caused by|causes|since|as a result|results? from|when|if|after|so that|owing to|"
+    r"thanks to|in order to|the reason)\b",
+    re.IGNORECASE,
+)
+
+
+def asks_for_reason(question: str) -> bool:
+    """Whether the question asks for a cause ("why …", "what causes …")."""
+    return bool(_ASKS_REASON.search(question))
+
+
+def has_reason(text: str) -> bool:
+    """Whether ``text`` states a cause or condition ("because", "due to", "when", "if" …)."""
+    return bool(_REASON.search(text))
+
+
 def asks_for_quantity(question: str) -> bool:
     """Whether the question asks for a number ("how many …", "how long …", "what is the price …")."""
     return bool(_ASKS_QUANTITY.search(question))

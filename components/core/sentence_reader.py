@@ -21,7 +21,8 @@ Two more rules make the chosen unit the one that holds the *value* asked for:
 
 - headings, table header rows and bare code fences are never answers (they may be lead-in);
 - a question that asks for a quantity (``analysis.asks_for_quantity``) halves the score of a unit without a
-  number, and "how many <unit>" halves it again when the unit of measure is not named.
+  number, and "how many <unit>" halves it again when the unit of measure is not named; a question that asks
+  for a cause ("why", "what causes") halves the score of a unit that states none ("because", "when" …).
 
 A table row is scored (embedding and key terms) together with its table's header row, which names the
 columns, but the answer span is the row itself.
@@ -44,7 +45,9 @@ from components.core.analysis import (
     Analyzer,
     asked_unit,
     asks_for_quantity,
+    asks_for_reason,
     has_quantity,
+    has_reason,
     is_identifier,
     mentions_unit,
 )
@@ -178,8 +181,11 @@ def answer_units(text: str, units: Sequence[Unit], best: int, entities: Sequence
 
 
 def answer_type_factor(question: str, text: str, analyzer: Analyzer) -> float:
-    """1.0, halved when a quantity is asked and ``text`` has no number, halved again for a missing unit."""
+    """1.0, halved when a quantity is asked and ``text`` has no number (again for a missing unit of measure),
+    or when a cause is asked ("why", "what causes") and ``text`` states none."""
     factor = 1.0
+    if asks_for_reason(question) and not has_reason(text):
+        factor *= 0.5
     if asks_for_quantity(question) and not has_quantity(text):
         factor *= 0.5
     unit = asked_unit(question)

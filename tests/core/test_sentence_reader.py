@@ -191,3 +191,11 @@ def test_a_quantity_question_prefers_the_unit_with_a_number():
     [hit] = read_windows(question, [text], embedder(vecs), AN)
     assert text[hit.best.start : hit.best.end] == "It controls up to 48 devices."
     assert text[hit.start : hit.end] == "The Hub Mini is small. It controls up to 48 devices."
+
+
+def test_a_why_question_prefers_the_unit_that_states_a_cause():
+    text = "ERR-7730 is listed in the table. ERR-7730 appears because the account token was revoked."
+    question = "What causes ERR-7730?"
+    vecs = {question: QVEC, "ERR-7730 is listed in the table.": [0.6, 0.8, 0.0]}
+    [hit] = read_windows(question, [text], embedder(vecs), AN)
+    assert text[hit.best.start : hit.best.end] == "ERR-7730 appears because the account token was revoked."
