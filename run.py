@@ -110,15 +110,15 @@ def _evaluate(args, kind, runner, out, err) -> int:
     from components.core.errors import SpanQAError
 
     progress = not args.json or sys.stderr.isatty()
+    if args.calibrate and (kind == "beir" or not runner.readers):
+        raise SpanQAError("--calibrate chooses abstention thresholds from answerable and unanswerable questions: "
+                          "use it with a SQuAD 2.0 .json file and a reading pipeline (pipelines/extractive.yaml).")
     if kind == "beir":
-        summary, rows = evaluate.evaluate_beir(runner, Path(args.eval), progress=True, limit=args.limit)
+        summary, rows = evaluate.evaluate_beir(runner, Path(args.eval), progress=progress, limit=args.limit)
+    elif not runner.readers:
+        summary, rows = evaluate.evaluate_squad_retrieval(runner, Path(args.eval), progress=progress, limit=args.limit)
     else:
-        if not runner.readers:
-            summary, rows = evaluate.evaluate_squad_retrieval(runner, Path(args.eval), limit=args.limit) if hasattr(evaluate, "evaluate_squad_retrieval") else (None, None)
-            if summary is None:
-                raise SpanQAError(f"Pipeline '{args.pipeline}' has no reader: SQuAD evaluation needs a reading pipeline (pipelines/extractive.yaml).")
-        else:
-            summary, rows = evaluate.evaluate_squad(runner, Path(args.eval), progress=True, limit=args.limit)
+        summary, rows = evaluate.evaluate_squad(runner, Path(args.eval), progress=progress, limit=args.limit)
         if args.calibrate:
             summary["calibration"] = evaluate.calibrate(rows, runner)
     summary.update(dataset=args.eval, pipeline=args.pipeline, models=runner.models())
@@ -131,8 +131,10 @@ def _evaluate(args, kind, runner, out, err) -> int:
         print(json.dumps(summary, ensure_ascii=False, default=str))
     else:
         render.print_summary(out, summary)
-        if summary.get("calibration", {}).get("yaml"):
-            out.print(summary["calibration"]["yaml"])
+        if summary.get("calibration", {}).get("yaml"):  # verbatim: rich must not wrap or mark up YAML
+            out.print(summary["calibration"]["yaml"], markup=False, highlight=False, soft_wrap=True)
+    for warning in summary.get("calibration", {}).get("warnings", []):
+        err.print(f"[yellow]calibration:[/yellow] {warning}", highlight=False)
     return 0
 
 

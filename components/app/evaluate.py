@@ -1,6 +1,30 @@
-"""``run.py --eval``: retrieval metrics per stage on BEIR folders; reading, abstention and the failure
-taxonomy on SQuAD files. The pure metrics live in ``components.core.metrics`` / ``taxonomy`` /
-``calibration``; this module only runs the pipeline over a dataset and gathers what they need."""
+"""``run.py --eval``: retrieval metrics per stage on BEIR folders and SQuAD files; reading, abstention, the
+failure taxonomy and (``--calibrate``) threshold calibration on SQuAD files through a reading pipeline.
+
+The pure metrics live in ``components.core.metrics`` / ``taxonomy`` / ``calibration``; this module only runs
+the pipeline over a dataset and gathers what they need. Every ``evaluate_*`` function returns
+``(summary, rows)``: ``summary`` is the shape ``components.core.report`` renders (and ``--json`` prints),
+``rows`` one dict per question for ``per_query.jsonl`` (keys starting with ``_`` are internal and not written).
+
+Per-query rows always carry:
+
+- ``id``, ``question``;
+- ``rankings``: ``{stage: [doc_id, ...]}``, the first ``KEEP_RANKS`` distinct documents of each retrieval
+  stage (``bm25``, ``dense``, ``fused``, ``reranked``) -- enough to recompute every retrieval metric;
+- ``label`` and ``reason``: the failure taxonomy label (``components.core.taxonomy.LABELS``) and its one
+  sentence, as the report's "Failure examples" shows them.
+
+Retrieval-only datasets (BEIR, or SQuAD through a pipeline without a reader) are labelled on documents:
+``correct`` when a relevant document (grade > 0; for SQuAD the gold paragraph) is among the first
+``RANK_CUTOFF`` documents of the final ranking, ``rank_failure`` when one was retrieved by some stage but
+not ranked that high, ``retrieval_miss`` when no stage retrieved one; ``label`` is None for a query without
+relevant documents (a SQuAD 2.0 question without answer, a BEIR query with only grade-0 judgments).
+
+SQuAD rows through a reader add ``answerable``, ``golds``, ``answer``, ``verdict``, ``verdict_reason`` (the
+pipeline's own ``reason``, e.g. ``low_confidence``), ``route``, ``spans``, ``answer_in_span``, ``em``, ``f1``,
+``top_score`` (the best rerank score, also when the ranker abstained) and ``reader_tokens``; ``label`` /
+``reason`` come from ``taxonomy.classify`` on the character spans.
+"""
 
 from __future__ import annotations
 
@@ -10,12 +34,25 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from components.core import calibration
 from components.core.errors import SpanQAError
 from components.core.loaders import iter_squad
-from components.core.metrics import recall_curve, retrieval_summary, squad_summary, exact_match, f1
-from components.core.taxonomy import QuestionOutcome, classify, span_contains, taxonomy_totals
+from components.core.metrics import exact_match, f1, recall_curve, retrieval_summary, squad_summary
+from components.core.taxonomy import (
+    CORRECT,
+    RANK_FAILURE,
+    RETRIEVAL_MISS,
+    Diagnosis,
+    QuestionOutcome,
+    classify,
+    span_contains,
+    taxonomy_totals,
+)
 
 EVAL_DEPTH = 300  # chunks per retrieval list during evaluation, so that Recall@100 counts 100 documents
+KEEP_RANKS = 100  # documents per stage kept in per-query rows (the metrics look at most at 100)
+RANK_CUTOFF = 10  # retrieval-only labels: a relevant document in the final top 10 counts as "correct"
+STAGES = ("bm25", "dense", "fused", "reranked")
 
 
 def dataset_kind(path: str | Path) -> str:
@@ -69,7 +106,7 @@ def _progress(items, desc: str, enabled: bool):
 
 
 def stage_metrics(rows: list[dict], qrels: dict[str, dict[str, int]]) -> tuple[dict, dict]:
-    stages = sorted({s for r in rows for s in r["_stages"]}, key=["bm25", "dense", "fused", "reranked"].index)
+    stages = [s for s in STAGES if any(s in r["_stages"] for r in rows)]
     metrics, curves = {}, {}
     for s in stages:
         runs = {r["id"]: r["_stages"].get(s, []) for r in rows}
@@ -78,20 +115,124 @@ def stage_metrics(rows: list[dict], qrels: dict[str, dict[str, int]]) -> tuple[d
     return metrics, curves
 
 
-def evaluate_beir(runner, folder: Path, progress: bool = True, limit: int | None = None) -> tuple[dict, list[dict]]:
-    queries, qrels = load_beir_queries(folder)
-    rows = []
-    for qid in _progress(list(queries)[:limit], "evaluating", progress):
-        result = runner.ask(queries[qid], retrieval_depth=EVAL_DEPTH)
-        rows.append({"id": qid, "question": queries[qid], "_stages": result["_stages"],
-                     "top10": result["_stages"].get("reranked", result["_stages"].get("fused", []))[:10]})
+# ---------------------------------------------------------------------------------------------------
+# retrieval-only rows (BEIR, SQuAD without a reader)
+
+
+def final_stage(runner) -> str | None:
+    """The stage whose ranking the pipeline returns: the ranker's, else the joiner's, else the retriever's.
+
+    With a ranker this is ``reranked`` even when the ranker abstained on a query (its ranking is then empty).
+    """
+    if getattr(runner, "ranker", None):
+        return "reranked"
+    if getattr(runner, "joiner", None):
+        return "fused"
+    return None  # a bare retriever: whichever single list it produced
+
+
+def _rankings(stages: dict[str, list[str]]) -> dict[str, list[str]]:
+    return {s: list(dict.fromkeys(stages[s]))[:KEEP_RANKS] for s in STAGES if s in stages}
+
+
+def retrieval_diagnosis(stages: dict[str, list[str]], relevant: dict[str, float], final: str | None) -> Diagnosis | None:
+    """Document-level taxonomy label of one query (see the module docstring); None without relevant documents."""
+    positives = sorted(d for d, g in relevant.items() if g > 0)
+    if not positives:
+        return None
+    if final is None:
+        final = next((s for s in reversed(STAGES) if s in stages), "bm25")
+    top = list(dict.fromkeys(stages.get(final, [])))[:RANK_CUTOFF]
+    hit = next(((rank, d) for rank, d in enumerate(top, start=1) if d in positives), None)
+    if hit:
+        return Diagnosis(CORRECT, f"relevant {hit[1]} at rank {hit[0]} of the {final} ranking")
+    found = []
+    for s in STAGES:
+        ranked = list(dict.fromkeys(stages.get(s, [])))
+        rank = next((i for i, d in enumerate(ranked, start=1) if d in positives), None)
+        if rank is not None:
+            found.append(f"{s} rank {rank}")
+    shown = ", ".join(positives[:3]) + (f" (+{len(positives) - 3} more)" if len(positives) > 3 else "")
+    if found:
+        return Diagnosis(RANK_FAILURE, f"relevant {shown} retrieved ({', '.join(found)}) but not in the top "
+                                       f"{RANK_CUTOFF} of the {final} ranking")
+    retrieved = len({d for ids in stages.values() for d in ids})
+    return Diagnosis(RETRIEVAL_MISS, f"relevant {shown} never retrieved ({retrieved} documents retrieved)")
+
+
+def _retrieval_row(qid: str, question: str, stages: dict[str, list[str]], relevant: dict[str, float], final) -> dict:
+    diagnosis = retrieval_diagnosis(stages, relevant, final)
+    return {"id": qid, "question": question, "rankings": _rankings(stages),
+            "label": diagnosis.label if diagnosis else None, "reason": diagnosis.reason if diagnosis else None,
+            "_stages": stages}
+
+
+def _retrieval_summary(rows: list[dict], qrels: dict) -> dict:
     metrics, curves = stage_metrics(rows, qrels)
-    return {"retrieval": metrics, "recall_curves": curves}, rows
+    return {"retrieval": metrics, "recall_curves": curves,
+            "taxonomy": taxonomy_totals(r["label"] for r in rows if r["label"] is not None)}
+
+
+def evaluate_beir(runner, folder: Path, progress: bool = True, limit: int | None = None) -> tuple[dict, list[dict]]:
+    """Retrieval metrics per stage on a BEIR folder (the first ``limit`` judged queries)."""
+    queries, qrels = load_beir_queries(folder)
+    ids = list(queries)[:limit]
+    qrels = {qid: qrels[qid] for qid in ids}  # the metrics average over the queries that were run
+    final = final_stage(runner)
+    rows = []
+    for qid in _progress(ids, "evaluating", progress):
+        result = runner.ask(queries[qid], retrieval_depth=EVAL_DEPTH)
+        rows.append(_retrieval_row(qid, queries[qid], result["_stages"], qrels[qid], final))
+    return _retrieval_summary(rows, qrels), rows
+
+
+def evaluate_squad_retrieval(runner, path: Path, progress: bool = True, limit: int | None = None) -> tuple[dict, list[dict]]:
+    """Retrieval metrics per stage on a SQuAD file, the gold paragraph being the relevant document.
+
+    For a pipeline without a reader. Of the first ``limit`` questions only the answerable ones are run (an
+    unanswerable question has no relevant paragraph); ``summary["questions"]`` counts both.
+    """
+    questions = load_squad_questions(path)[:limit]
+    answerable = [q for q in questions if q["answerable"]]
+    if not answerable:
+        raise SpanQAError(f"--eval '{path}': no answerable question among the {len(questions)} evaluated, so there "
+                          f"is no gold paragraph to measure retrieval against.")
+    qrels = {q["id"]: {q["doc_id"]: 1} for q in answerable}
+    final = final_stage(runner)
+    rows = []
+    for q in _progress(answerable, "evaluating", progress):
+        result = runner.ask(q["question"], retrieval_depth=EVAL_DEPTH)
+        row = _retrieval_row(q["id"], q["question"], result["_stages"], qrels[q["id"]], final)
+        row["gold_doc_id"] = q["doc_id"]
+        rows.append(row)
+    summary = _retrieval_summary(rows, qrels)
+    summary["questions"] = {"evaluated": len(answerable), "unanswerable_skipped": len(questions) - len(answerable)}
+    return summary, rows
+
+
+# ---------------------------------------------------------------------------------------------------
+# reading (SQuAD through a reader)
 
 
 def _answer_in_span(q: dict, result: dict) -> bool:
     spans = [(s.get("doc_id"), s.get("char_start"), s.get("char_end")) for s in result.get("spans") or []]
     return any(span_contains(s, g) for s in spans for g in q["gold_spans"])
+
+
+def rerank_score(result: dict) -> float | None:
+    """The best rerank score of one query, also when the ranker abstained (the calibrated quantity).
+
+    When the ranker abstains there is no ``reranked`` stage and ``QueryRunner`` reports the first *fused*
+    score (an RRF score) as ``_top_score``; the ranker's own best score is the abstention answer's ``score``
+    (``reason`` ``low_confidence``). ``no_candidates`` has no score.
+    """
+    if "reranked" in result.get("_stages", {}):
+        return result.get("_top_score")
+    if result.get("reason") == "no_candidates":
+        return None
+    if result.get("reason") == "low_confidence" and result.get("score") is not None:
+        return result["score"]
+    return result.get("_top_score")
 
 
 def evaluate_squad(runner, path: Path, progress: bool = True, limit: int | None = None) -> tuple[dict, list[dict]]:
@@ -114,11 +255,12 @@ def evaluate_squad(runner, path: Path, progress: bool = True, limit: int | None 
         records.append({"answerable": q["answerable"], "prediction": answer, "golds": q["golds"]})
         rows.append({
             "id": q["id"], "question": q["question"], "answerable": q["answerable"], "golds": q["golds"],
-            "answer": answer, "verdict": result.get("verdict"), "reason": result.get("reason"),
+            "answer": answer, "verdict": result.get("verdict"), "verdict_reason": result.get("reason"),
             "route": result.get("route"), "spans": result.get("spans"), "answer_in_span": in_span,
             "em": exact_match(answer, q["golds"]), "f1": f1(answer, q["golds"]),
-            "label": diagnosis.label, "diagnosis": diagnosis.reason, "top_score": result.get("_top_score"),
-            "reader_tokens": result.get("_reader_tokens", 0), "_stages": result["_stages"],
+            "label": diagnosis.label, "reason": diagnosis.reason, "top_score": rerank_score(result),
+            "reader_tokens": result.get("_reader_tokens", 0), "rankings": _rankings(result["_stages"]),
+            "_stages": result["_stages"],
         })
     reading = squad_summary(records)
     answerable = [r for r in rows if r["answerable"]]
@@ -135,3 +277,82 @@ def evaluate_squad(runner, path: Path, progress: bool = True, limit: int | None 
     summary = {"retrieval": metrics, "recall_curves": curves, "reading": reading,
                "taxonomy": taxonomy_totals(diagnoses), "scores": scores}
     return summary, rows
+
+
+# ---------------------------------------------------------------------------------------------------
+# calibration
+
+
+def threshold_targets(runner) -> dict[str, dict[str, str]]:
+    """``{component: {init_parameter: row key}}``: the thresholds ``--calibrate`` chooses, and on which score.
+
+    The ranker abstains below ``score_threshold`` on cross-encoder logits, or below
+    ``fallback_score_threshold`` on cosines when its offline fallback serves; both are calibrated on the
+    rows' ``top_score``. (The reader's ``score_threshold`` filters answers rather than deciding to abstain,
+    so it is not a threshold of "answerable or not" and is left out.)
+    """
+    targets: dict[str, dict[str, str]] = {}
+    if getattr(runner, "ranker", None):
+        ranker = runner.pipeline.get_component(runner.ranker)
+        served = getattr(ranker, "served_by", None) or ""
+        param = "fallback_score_threshold" if served.startswith("fallback:") else "score_threshold"
+        targets[runner.ranker] = {param: "top_score"}
+    return targets
+
+
+def calibrate(rows: list[dict], runner, seed: int = 0, fraction: float = 0.5,
+              objective: str = "balanced_accuracy") -> dict:
+    """Choose the abstention thresholds on one split of the questions (by id) and measure them on the other.
+
+    Uses ``components.core.calibration.calibrate`` on the rows as they are (the held-out rows' scores are
+    read only after every threshold is chosen). The positive class is "answerable". Adds to its output:
+    ``in_force`` (the thresholds the pipeline ran with, measured on the same held-out split, for comparison),
+    ``warnings`` (a split without one of the classes) and ``yaml``, a snippet to paste into the pipeline
+    file. Each row gets ``calibration_split`` (``"calibration"`` or ``"held_out"``) afterwards.
+    """
+    targets = threshold_targets(runner)
+    if not targets:
+        raise SpanQAError("--calibrate: the pipeline has no CrossEncoderRanker, so it has no abstention threshold "
+                          "to calibrate. Use a reading pipeline with a ranker (pipelines/extractive.yaml).")
+    try:
+        result = calibration.calibrate(rows, targets, seed=seed, fraction=fraction, objective=objective)
+    except ValueError as exc:
+        raise SpanQAError(f"--calibrate could not choose a threshold: {exc}. Evaluate more questions "
+                          f"(raise or drop --limit) on a SQuAD 2.0 file.") from None
+    # Everything below runs after the values are chosen.
+    cal_ids, held_ids = calibration.split_ids([r["id"] for r in rows], seed=seed, fraction=fraction)
+    split = dict.fromkeys(cal_ids, "calibration") | dict.fromkeys(held_ids, "held_out")
+    for row in rows:
+        row["calibration_split"] = split[row["id"]]
+    held = [r for r in rows if split[r["id"]] == "held_out"]
+    in_force: dict[str, dict[str, dict]] = {}
+    warnings = []
+    for component, fields in targets.items():
+        for param, key in fields.items():
+            current = getattr(runner.pipeline.get_component(component), param, None)
+            pairs = [(float(r[key]), bool(r["answerable"])) for r in held if r.get(key) is not None]
+            metrics = (calibration.threshold_metrics([s for s, _ in pairs], [a for _, a in pairs], current, objective)
+                       if current is not None else {})
+            in_force.setdefault(component, {})[param] = {"value": current, **metrics}
+            chosen_on = result["calibration"][component][param]
+            if chosen_on["answer_recall"] is None or chosen_on["abstention_recall"] is None:
+                missing = "answerable" if chosen_on["answer_recall"] is None else "unanswerable"
+                warnings.append(f"{component}.{param}: the calibration split has no {missing} question, so the "
+                                f"chosen value only separates one class; evaluate more questions (SQuAD 2.0).")
+    result["in_force"] = in_force
+    result["warnings"] = warnings
+    lines = [f"chosen by --calibrate ({result['objective']}) on {result['calibration_size']} questions "
+             f"(seed {seed}); measured on {result['held_out_size']} held-out questions:"]
+    for component, fields in result["values"].items():
+        for param, value in fields.items():
+            h = result["held_out"][component][param]
+            lines.append(f"{component}.{param} = {value:.6g} (in force: {in_force[component][param]['value']}); "
+                         f"held-out {result['objective']} {_fmt(h.get('objective'))}, answer recall "
+                         f"{_fmt(h.get('answer_recall'))}, abstention recall {_fmt(h.get('abstention_recall'))}")
+    lines += [f"warning: {w}" for w in warnings]
+    result["yaml"] = calibration.yaml_snippet(result["values"], comment="\n".join(lines))
+    return result
+
+
+def _fmt(value) -> str:
+    return "n/a" if value is None else f"{value:.3f}"

@@ -159,8 +159,11 @@ class QueryRunner:
             usage = result.get("usage") or {}
             result["_reader_tokens"] = usage.get("prompt_tokens") or sum(len(w.content.split()) for w in windows)
             no_answer = (out.get(self.ranker, {}).get("no_answer") or [None])[0] if self.ranker else None
-            top = stages.get("reranked") or stages.get("fused") or []
-            result["_top_score"] = top[0].score if top else (no_answer.meta.get("best_score") if no_answer else None)
+            if no_answer is not None:  # the ranker abstained: its best score, not a fused RRF score
+                result["_top_score"] = no_answer.meta.get("best_score")
+            else:
+                top = stages.get("reranked") or stages.get("fused") or []
+                result["_top_score"] = top[0].score if top else None
         result["models"] = self.models()
         result["timings_ms"] = {k: round(v, 1) for k, v in self.tracer.ms.items()}
         return result
