@@ -23,7 +23,6 @@ OFFLINE_LIMITS = {
            "prefers the sentence with more question terms",
     "q16": "the port is only in a code block URL; with five passages read, a number in another document wins",
     "q17": "'requests per minute' is only a JSON key (rate_limit_per_minute): no lexical overlap with the value",
-    "q19": "the error-code overview sentence that names ERR-7730 outscores the sentence that explains it",
     "q23": "'battery' vs 'coin cell': the lexical verifier cannot tell they are the same, so it abstains",
 }
 

@@ -62,6 +62,11 @@ def best_answer(answers: list[Any]) -> Any | None:
     return best
 
 
+def reader_prefers_no_answer(answers: list[Any], best: Any) -> bool:
+    """Whether one of the reader's abstentions scores higher than its best real answer."""
+    return any(is_abstention(a) and answer_score(a) > answer_score(best) for a in answers or [])
+
+
 def _piece(doc: Document, index: int) -> Piece:
     meta = doc.meta or {}
     doc_id = str(meta.get("doc_id") or doc.id or f"doc{index}")
@@ -179,12 +184,15 @@ class VerifierRouter:
         generator: dict[str, Any] | None = None,
         max_new_tokens: int = 48,
         fallback: str | None = None,
+        respect_reader_abstention: bool = True,
     ) -> None:
         """
         Create the verifier; nothing is loaded until ``warm_up()``.
 
         :param backend: ``"lexical"`` (offline rules), ``"nli"`` or ``"llm"``.
         :param max_level: Widest level to widen to: ``"paragraph"`` or ``"passage"``.
+        :param respect_reader_abstention: When the reader's own no-answer outscores its best answer (SQuAD2
+            no-answer), count it as UNSUPPORTED ``reader_abstained`` instead of judging the weaker span.
         :param lead_in_units: How many visible sentences before the evidence count as its lead-in.
         :param use_title: Count the document's ``meta["title"]`` as lead-in (lexical key-term look-up).
         :param min_term_coverage: Lexical: share of the question's content terms needed near the answer
@@ -218,6 +226,7 @@ class VerifierRouter:
             raise SpanQAError(f"VerifierRouter: lead_in_units must be >= 0, got {lead_in_units}.")
         self.backend = backend
         self.max_level = max_level
+        self.respect_reader_abstention = bool(respect_reader_abstention)
         self.lead_in_units = lead_in_units
         self.use_title = use_title
         self.min_term_coverage = min_term_coverage
@@ -420,7 +429,9 @@ class VerifierRouter:
         base_route = list(first.get("route") or [])
 
         evidence = None
-        if best is None:
+        if best is not None and self.respect_reader_abstention and reader_prefers_no_answer(answers, best):
+            judgement = Judgement(UNSUPPORTED, f"reader_abstained: no-answer outscored the best span ({answer_score(best):.2f})")
+        elif best is None:
             judgement = Judgement(UNSUPPORTED, "reader_abstained")
         else:
             visibles = visible_texts(_piece(d, i) for i, d in enumerate(documents))
@@ -472,6 +483,7 @@ class VerifierRouter:
             generator=self.generator,
             max_new_tokens=self.max_new_tokens,
             fallback=self.fallback,
+            respect_reader_abstention=self.respect_reader_abstention,
         )
 
     @classmethod

@@ -163,8 +163,16 @@ def test_no_documents_is_not_found():
 
 
 def test_best_non_abstaining_answer_is_verified():
+    answers = [ans("14 days", 202, 209, score=0.5), abstain(0.6), ans("30 days", 107, 114, score=0.7)]
+    out = verifier().run(query=QUERY, answers=answers, documents=[doc(18, 210)])
+    assert out["answers"][0].data == "30 days"
+
+
+def test_reader_no_answer_that_outscores_every_span_is_an_abstention():
     answers = [ans("14 days", 202, 209, score=0.5), abstain(0.99), ans("30 days", 107, 114, score=0.7)]
     out = verifier().run(query=QUERY, answers=answers, documents=[doc(18, 210)])
+    assert out["widen"][0].meta["route"][-2:] == ["verify:UNSUPPORTED", "widen:passage"]
+    out = verifier(respect_reader_abstention=False).run(query=QUERY, answers=answers, documents=[doc(18, 210)])
     assert out["answers"][0].data == "30 days"
 
 
