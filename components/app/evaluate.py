@@ -178,6 +178,7 @@ def evaluate_beir(runner, folder: Path, progress: bool = True, limit: int | None
     queries, qrels = load_beir_queries(folder)
     ids = list(queries)[:limit]
     qrels = {qid: qrels[qid] for qid in ids}  # the metrics average over the queries that were run
+    runner = runner.retrieval_only()  # BEIR has no answers to judge: reading would only cost time
     final = final_stage(runner)
     rows = []
     for qid in _progress(ids, "evaluating", progress):

@@ -86,6 +86,7 @@ class QueryRunner:
         self.audit_log = Path(audit_log) if audit_log else None
         self.tracer = TimingTracer()
         self.warmed = False
+        self._retrieval: QueryRunner | None = None
 
     def warm_up(self) -> dict[str, float]:
         """Load models and the index once; returns how long each component took."""
@@ -110,6 +111,23 @@ class QueryRunner:
             return None
         ranker = self.pipeline.get_component(self.ranker)
         return getattr(ranker, "active_threshold", getattr(ranker, "score_threshold", None))
+
+    def retrieval_only(self) -> QueryRunner:
+        """A runner over the retrieval part of this pipeline (retriever, joiner, ranker), for retrieval metrics
+        of a reading pipeline without paying for reading. Built once from this pipeline's own definition; the
+        index and the models are shared (they are memoised), so it costs no second load."""
+        if self._retrieval is None:
+            from haystack import Pipeline
+
+            from components.app.pipeline_io import ALLOWED_MODULES
+
+            spec = self.pipeline.to_dict()
+            keep = {n for n in (self.retriever, self.joiner, self.ranker) if n}
+            spec["components"] = {n: c for n, c in spec["components"].items() if n in keep}
+            spec["connections"] = [c for c in spec["connections"]
+                                   if c["sender"].split(".")[0] in keep and c["receiver"].split(".")[0] in keep]
+            self._retrieval = QueryRunner(Pipeline.from_dict(spec, allowed_modules=ALLOWED_MODULES))
+        return self._retrieval
 
     def ask(self, query: str, filters: dict | None = None, top_k: int | None = None,
             retrieval_depth: int | None = None) -> dict[str, Any]:
