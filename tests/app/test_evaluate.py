@@ -382,6 +382,7 @@ def test_beir_limit_averages_over_the_queries_run(tmp_path):
     (tmp_path / "qrels" / "test.tsv").write_text("query-id\tcorpus-id\tscore\na\td1\t1\nb\td1\t1\n")
     runner = SimpleNamespace(ranker=None, joiner="joiner",
                              ask=lambda q, retrieval_depth=None: {"_stages": {"bm25": ["d1"], "fused": ["d1"]}})
+    runner.retrieval_only = lambda: runner
     summary, rows = evaluate.evaluate_beir(runner, tmp_path, progress=False, limit=1)
     assert [r["id"] for r in rows] == ["a"]
     assert summary["retrieval"]["fused"]["queries"] == 1 and summary["retrieval"]["fused"]["recall@1"] == 1.0
