@@ -35,3 +35,19 @@ def test_extractive_and_generative_differ_only_in_the_reader():
     gen = yaml.safe_load((ROOT / "pipelines/generative.yaml").read_text())
     assert ex["components"]["reader"]["type"] != gen["components"]["reader"]["type"]
     assert _without_reader(ex) == _without_reader(gen)
+
+
+def test_extractive_yaml_runs_its_verifier_loop_in_plain_haystack(tmp_path, monkeypatch):
+    monkeypatch.chdir(ROOT)
+    with open("pipelines/extractive.yaml") as fh:
+        pipeline = Pipeline.load(fh, allowed_modules=["components"])
+    store = pipeline.get_component("retriever").document_store
+    assert pipeline.get_component("expander").document_store.to_dict() == store.to_dict()  # one YAML anchor
+    store.cache_dir, store.progress = str(tmp_path / "cache"), False
+    q = "How much does the Glow plan cost per month in Japanese yen?"
+    out = pipeline.run({"retriever": {"query": q}, "ranker": {"query": q}, "reader": {"query": q}, "verifier": {"query": q}})
+    (nf,) = out["verifier"]["not_found"]
+    assert nf.data is None and nf.meta["verdict"] == "NOT_FOUND"
+    route = nf.meta["route"]
+    assert route[:4] == ["retrieve", "rerank", "expand", "read"] and route[-1].startswith("verify:")
+    assert "widen:passage" in route  # the loop ran to the widest level before giving up
