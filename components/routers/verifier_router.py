@@ -375,16 +375,14 @@ class VerifierRouter:
     @staticmethod
     def spans(evidence: Evidence, judgement: Judgement) -> list[dict[str, Any]]:
         """``[{doc_id, char_start, char_end, text}]``: the exact answer span (if any), then the lead-in the
-        verdict relied on and the evidence sentence(s)."""
-        v, out = evidence.visible, []
-        if evidence.answer is not None:
-            out.append(span_dict(v.doc_id, *evidence.answer, v.slice(*evidence.answer)))
+        verdict relied on and the evidence sentence(s); a span is listed once (a sentence-level answer is its
+        own evidence)."""
+        v = evidence.visible
+        ranges = [evidence.answer] if evidence.answer is not None else []
         if judgement.used_lead_in:
-            s, e = judgement.used_lead_in[0].start, judgement.used_lead_in[-1].end
-            out.append(span_dict(v.doc_id, s, e, v.slice(s, e)))
-        s, e = evidence.evidence_span
-        out.append(span_dict(v.doc_id, s, e, v.slice(s, e)))
-        return out
+            ranges.append((judgement.used_lead_in[0].start, judgement.used_lead_in[-1].end))
+        ranges.append(evidence.evidence_span)
+        return [span_dict(v.doc_id, s, e, v.slice(s, e)) for s, e in dict.fromkeys(ranges)]
 
     def _not_found(
         self, query: str, reason: str, route: list[str], last_verdict: str, best: Any | None
