@@ -14,11 +14,6 @@ from tests.standins import build_cross_encoder
 MISSING = "spanqa-test/no-such-cross-encoder"
 
 
-@pytest.fixture(autouse=True)
-def _offline(monkeypatch):
-    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    monkeypatch.setenv("HAYSTACK_TELEMETRY_ENABLED", "false")
-
 
 @pytest.fixture(scope="module")
 def tiny_cross_encoder_dir(tmp_path_factory):

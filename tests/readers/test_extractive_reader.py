@@ -22,11 +22,6 @@ from tests.standins import build_qa_model, minilm_tokenizer
 MISSING = "spanqa-test/no-such-qa-model"
 
 
-@pytest.fixture(autouse=True)
-def _offline(monkeypatch):
-    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    monkeypatch.setenv("HAYSTACK_TELEMETRY_ENABLED", "false")
-
 
 @pytest.fixture(scope="module")
 def qa_dir(tmp_path_factory):

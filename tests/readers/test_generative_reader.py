@@ -30,11 +30,6 @@ SOURCE = {
 }
 
 
-@pytest.fixture(autouse=True)
-def _offline(monkeypatch):
-    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    monkeypatch.setenv("HAYSTACK_TELEMETRY_ENABLED", "false")
-
 
 def window(doc_id, start=0, end=None, title=None):
     end = len(SOURCE[doc_id]) if end is None else end

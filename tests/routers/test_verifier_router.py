@@ -30,11 +30,6 @@ QUERY = "How long are refunds available for Acme Pro?"
 ROUTE = ["retrieve", "rerank", "expand"]
 
 
-@pytest.fixture(autouse=True)
-def _offline(monkeypatch):
-    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    monkeypatch.setenv("HAYSTACK_TELEMETRY_ENABLED", "false")
-
 
 def doc(start, end, level="window", doc_id="billing", route=ROUTE, **meta):
     return Document(
