@@ -35,6 +35,7 @@ span widens by one more neighbouring unit that mentions it, the preceding one fi
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -88,6 +89,9 @@ class SentenceAnswer:
     units: tuple[Span, ...]
 
 
+_BARE_FENCE = re.compile(r"\s*(```|~~~)[\w+-]*\s*")
+
+
 def _is_heading(line: str) -> bool:
     return line.lstrip().startswith("#")
 
@@ -103,7 +107,7 @@ def window_units(text: str) -> list[Unit]:
             if block.kind == TABLE:
                 units.append(Unit(u, b, header if i > 0 else "", answerable=i > 0))
             elif block.kind == CODE:
-                units.append(Unit(u, b, answerable=bool(body.strip("`~ \n").partition("\n")[2] or not body.startswith(("```", "~~~")))))
+                units.append(Unit(u, b, answerable=not _BARE_FENCE.fullmatch(body)))
             else:
                 units.append(Unit(u, b, answerable=not _is_heading(body)))
     return units

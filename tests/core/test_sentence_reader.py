@@ -199,3 +199,9 @@ def test_a_why_question_prefers_the_unit_that_states_a_cause():
     vecs = {question: QVEC, "ERR-7730 is listed in the table.": [0.6, 0.8, 0.0]}
     [hit] = read_windows(question, [text], embedder(vecs), AN)
     assert text[hit.best.start : hit.best.end] == "ERR-7730 appears because the account token was revoked."
+
+
+def test_a_bare_code_fence_is_never_an_answer():
+    text = "Intro.\n\n```yaml\nretry_interval_s: 45\n\n```"
+    assert [(text[u.span.start : u.span.end], u.answerable) for u in window_units(text)] == [
+        ("Intro.", True), ("```yaml\nretry_interval_s: 45", True), ("```", False)]
