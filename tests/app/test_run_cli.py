@@ -99,3 +99,15 @@ def test_questions_from_stdin(tmp_path):
     results = [json.loads(line) for line in out.splitlines()]
     assert [r["query"] for r in results] == ["What does ERR-4012 mean?", "How many bulbs does the Hub Mini support?"]
     assert all(len(r["documents"]) == 2 for r in results)
+
+
+def test_missing_model_without_fallback_is_a_clear_error(tmp_path):
+    import yaml
+
+    spec = yaml.safe_load((ROOT / "pipelines/extractive.yaml").read_text())
+    spec["components"]["ranker"]["init_parameters"]["fallback"] = None  # no named fallback: must fail loudly
+    path = tmp_path / "no-fallback.yaml"
+    path.write_text(yaml.safe_dump(spec))
+    code, _, err = run_cli(str(path), "--cache-dir", str(tmp_path / "c"), "-q", "x")
+    assert_clean_error(code, err, "Model 'cross-encoder/ms-marco-MiniLM-L-6-v2'", "CrossEncoderRanker",
+                       "HF_HOME", "name an offline fallback")
