@@ -42,14 +42,6 @@ class LoadReport:
     skipped: list[tuple[str, str]]  # (file or record, reason)
     source: str
 
-    def summary(self) -> str:
-        s = f"{len(self.documents)} documents from {self.source}"
-        if self.skipped:
-            s += f"; {len(self.skipped)} skipped: " + "; ".join(f"{p} ({r})" for p, r in self.skipped[:10])
-            if len(self.skipped) > 10:
-                s += f"; … and {len(self.skipped) - 10} more"
-        return s
-
 
 def _front_matter(text: str) -> tuple[dict, int]:
     """``(metadata, body_start)`` of a Markdown text with optional YAML front matter."""
