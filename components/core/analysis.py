@@ -135,6 +135,27 @@ _REASON = re.compile(
 )
 
 
+_ASKS_TIME = re.compile(r"^\s*when\b|\b(in |by |since |until )?(what|which) (year|century|decade|date|day|month|era|period)\b",
+                        re.IGNORECASE)
+_TIME = re.compile(
+    r"\b(january|february|march|april|may|june|july|august|september|october|november|december|jan|feb|mar|apr|"
+    r"jun|jul|aug|sep|sept|oct|nov|dec|monday|tuesday|wednesday|thursday|friday|saturday|sunday|today|yesterday|"
+    r"tomorrow|century|centuries|decade|decades|year|years|month|months|week|weeks|day|days|ago|era|age|period|"
+    r"spring|summer|autumn|fall|winter|morning|evening|night|dawn|noon|midnight|bc|ad|bce|ce)\b",
+    re.IGNORECASE,
+)
+
+
+def asks_for_time(question: str) -> bool:
+    """Whether the question asks when ("when …", "in what year …", "which century …")."""
+    return bool(_ASKS_TIME.search(question))
+
+
+def has_time(text: str) -> bool:
+    """Whether ``text`` states a time: a number (a year, a date) or a time word (a month, "century", "ago" …)."""
+    return has_quantity(text) or bool(_TIME.search(text))
+
+
 def asks_for_reason(question: str) -> bool:
     """Whether the question asks for a cause ("why …", "what causes …")."""
     return bool(_ASKS_REASON.search(question))

@@ -22,7 +22,8 @@ Two more rules make the chosen unit the one that holds the *value* asked for:
 - headings, table header rows and bare code fences are never answers (they may be lead-in);
 - a question that asks for a quantity (``analysis.asks_for_quantity``) halves the score of a unit without a
   number, and "how many <unit>" halves it again when the unit of measure is not named; a question that asks
-  for a cause ("why", "what causes") halves the score of a unit that states none ("because", "when" …).
+  for a cause ("why", "what causes") or a time ("when", "in what year") halves the score of a unit that
+  states none ("because", "when" … / a number, a month, "century" …).
 
 A table row is scored (embedding and key terms) together with its table's header row, which names the
 columns, but the answer span is the row itself.
@@ -47,8 +48,10 @@ from components.core.analysis import (
     asked_unit,
     asks_for_quantity,
     asks_for_reason,
+    asks_for_time,
     has_quantity,
     has_reason,
+    has_time,
     is_identifier,
     mentions_unit,
 )
@@ -189,6 +192,8 @@ def answer_type_factor(question: str, text: str, analyzer: Analyzer) -> float:
     or when a cause is asked ("why", "what causes") and ``text`` states none."""
     factor = 1.0
     if asks_for_reason(question) and not has_reason(text):
+        factor *= 0.5
+    if asks_for_time(question) and not has_time(text):
         factor *= 0.5
     if asks_for_quantity(question) and not has_quantity(text):
         factor *= 0.5

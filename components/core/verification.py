@@ -36,7 +36,8 @@ Lexical rules, in order (thresholds are parameters; nothing here is tuned on a d
 4. fewer than ``min_term_coverage`` of the question's content terms (stems, question words removed) are
    in the evidence, lead-in or title → PARTIAL ``low_term_coverage``;
 5. the question asks for a quantity ("how many / much / long / far …", "what price / port / year …")
-   and the answer holds no number, or it asks "how many <unit>" and the answer never names that unit →
+   and the answer holds no number, or it asks "how many <unit>" and the answer never names that unit, or
+   it asks when and the answer states no time (a number, a month, "century" …) →
    PARTIAL ``answer_type_missing`` (the value asked for is not there);
 6. otherwise SUPPORTED.
 
@@ -60,8 +61,10 @@ from components.core.analysis import (
     Analyzer,
     asked_unit,
     asks_for_quantity,
+    asks_for_time,
     english_stopwords,
     has_quantity,
+    has_time,
     is_identifier,
     mentions_unit,
 )
@@ -567,6 +570,8 @@ def lexical_judgement(
     answer_text = evidence.visible.slice(*evidence.answer) if evidence.answer is not None else evidence.evidence_text
     if asks_for_quantity(question) and not has_quantity(answer_text):
         return Judgement(PARTIAL, "answer_type_missing: the question asks for a quantity, the answer has none", used)
+    if asks_for_time(question) and not has_time(answer_text):
+        return Judgement(PARTIAL, "answer_type_missing: the question asks when, the answer states no time", used)
     unit = asked_unit(question)
     if unit and not mentions_unit(answer_text, unit, analyzer):
         return Judgement(PARTIAL, f"answer_type_missing: the question asks for {unit}, the answer does not say", used)

@@ -317,3 +317,17 @@ def test_quantity_question_needs_a_number_in_the_answer():
                            lead_in_units=2)
     j = lexical_judgement("How long do refunds take for Acme Pro?", ev, vis, Analyzer())
     assert (j.verdict, j.reason.split(":")[0]) == ("PARTIAL", "answer_type_missing")
+
+
+def test_a_when_question_needs_a_time_in_the_answer():
+    from components.core.analysis import asks_for_time, has_time
+
+    assert asks_for_time("When was the policy introduced?") and asks_for_time("In what year did it start?")
+    assert not asks_for_time("What is time complexity?")
+    assert has_time("in 1876") and has_time("every spring") and not has_time("the hub restarts")
+    text = "Acme Pro plans. Refunds were introduced by the billing team."
+    vis = visible_texts([Piece("d1", 0, text, "Billing")])
+    ev = locate_extractive(vis, "Refunds were introduced by the billing team.", doc_id="d1", start=16, end=len(text),
+                           lead_in_units=2)
+    j = lexical_judgement("When were refunds introduced for Acme Pro?", ev, vis, Analyzer())
+    assert (j.verdict, j.reason.split(":")[0]) == ("PARTIAL", "answer_type_missing")
