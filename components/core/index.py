@@ -173,18 +173,21 @@ def _normalise(m: np.ndarray) -> np.ndarray:
     return m / np.where(norms == 0, 1, norms)
 
 
-def _split_in_background(documents: list[SourceDocument], settings: IndexSettings):
-    """Yield ``split_document`` results in order, computed by a worker thread.
+def _prepare_in_background(documents: list[SourceDocument], settings: IndexSettings):
+    """Yield, per document in order, ``(blocks, units, chunks, index texts, BM25 tokens)`` from a worker thread.
 
-    Sentence splitting is pure Python while embedding runs in torch with the GIL released, so splitting the
-    next documents while the current batch is embedded hides most of the splitting time.
+    Splitting and tokenising are pure Python while embedding runs in torch with the GIL released, so the
+    worker prepares the next documents while the current batch is embedded, hiding most of that time.
     """
     done: queue.Queue = queue.Queue(maxsize=256)
+    analyzer = Analyzer(**settings.analyzer)
 
     def work() -> None:
         try:
             for doc in documents:
-                done.put(split_document(doc, settings))
+                blocks, units, chunks = split_document(doc, settings)
+                texts = [index_text(doc, blocks, c, settings.embed_title) for c in chunks]
+                done.put((blocks, units, chunks, texts, [analyzer(t) for t in texts]))
         except BaseException as exc:  # noqa: BLE001 - re-raised in the consumer
             done.put(exc)
 
@@ -208,8 +211,7 @@ def build_index(
 
     Texts are embedded in groups of ``embed_batch`` as soon as they are split, so the two overlap.
     """
-    analyzer = Analyzer(**settings.analyzer)
-    chunk_doc, chunk_start, chunk_end, kinds, texts, units_all, blocks_all = [], [], [], [], [], [], []
+    chunk_doc, chunk_start, chunk_end, kinds, texts, tokens, units_all, blocks_all = [], [], [], [], [], [], [], []
     vectors: list[np.ndarray] = []
     n_new = 0
 
@@ -224,9 +226,9 @@ def build_index(
         n_new += new
 
     pending = 0
-    splits = _split_in_background(documents, settings)
-    it = progress(splits, total=len(documents), desc="indexing", unit="doc") if progress else splits
-    for pos, (doc, (blocks, units, chunks)) in enumerate(zip(documents, it)):
+    prepared = _prepare_in_background(documents, settings)
+    it = progress(prepared, total=len(documents), desc="indexing", unit="doc") if progress else prepared
+    for pos, (blocks, units, chunks, doc_texts, doc_tokens) in enumerate(it):
         blocks_all.append(np.array([(b.start, b.end) for b in blocks], dtype=np.int64).reshape(-1, 2))
         units_all.append(np.array([(u.start, u.end) for u in units], dtype=np.int64).reshape(-1, 2))
         for c in chunks:
@@ -234,13 +236,14 @@ def build_index(
             chunk_start.append(c.start)
             chunk_end.append(c.end)
             kinds.append(c.kind)
-            texts.append(index_text(doc, blocks, c, settings.embed_title))
+        texts.extend(doc_texts)
+        tokens.extend(doc_tokens)
         if len(texts) - pending >= embed_batch:
             embed(texts[pending:])
             pending = len(texts)
     if len(texts) > pending:
         embed(texts[pending:])
-    bm25 = InvertedIndex.build([analyzer(t) for t in texts])
+    bm25 = InvertedIndex.build(tokens)
     matrix = np.concatenate([v for v in vectors if v.size]) if any(v.size for v in vectors) else np.zeros((0, 0), np.float32)
     index = CorpusIndex(
         documents,
