@@ -205,7 +205,7 @@ def build_index(
     embedder: Embedder,
     embedding_cache: EmbeddingCache | None = None,
     progress: Callable | None = None,
-    embed_batch: int = 256,
+    embed_batch: int = 1024,
 ) -> tuple[CorpusIndex, dict]:
     """Split, tokenise and embed ``documents``. Returns the index and stats (chunks, newly embedded).
 
