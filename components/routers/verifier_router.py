@@ -13,6 +13,7 @@ from components.core.verification import (
     DEFAULT_HYPOTHESIS,
     LEVELS,
     NOT_FOUND,
+    SUPPORTED,
     UNSUPPORTED,
     WIDEN_LEVELS,
     Evidence,
@@ -51,6 +52,11 @@ def answer_score(answer: Any) -> float:
     if score is None:
         score = (answer.meta or {}).get("score")
     return float(score) if score is not None else 0.0
+
+
+def ranked_answers(answers: list[Any]) -> list[Any]:
+    """The non-abstaining answers, highest score first (input order on ties)."""
+    return sorted((a for a in answers or [] if not is_abstention(a)), key=lambda a: -answer_score(a))
 
 
 def best_answer(answers: list[Any]) -> Any | None:
@@ -185,12 +191,15 @@ class VerifierRouter:
         max_new_tokens: int = 48,
         fallback: str | None = None,
         respect_reader_abstention: bool = True,
+        max_candidates: int = 1,
     ) -> None:
         """
         Create the verifier; nothing is loaded until ``warm_up()``.
 
         :param backend: ``"lexical"`` (offline rules), ``"nli"`` or ``"llm"``.
         :param max_level: Widest level to widen to: ``"paragraph"`` or ``"passage"``.
+        :param max_candidates: How many of the reader's best answers to judge, in score order; the first
+            SUPPORTED one wins (1 = only the best answer).
         :param respect_reader_abstention: When the reader's own no-answer outscores its best answer (SQuAD2
             no-answer), count it as UNSUPPORTED ``reader_abstained`` instead of judging the weaker span.
         :param lead_in_units: How many visible sentences before the evidence count as its lead-in.
@@ -227,6 +236,9 @@ class VerifierRouter:
         self.backend = backend
         self.max_level = max_level
         self.respect_reader_abstention = bool(respect_reader_abstention)
+        if max_candidates < 1:
+            raise SpanQAError(f"VerifierRouter: max_candidates must be >= 1 (got {max_candidates}).")
+        self.max_candidates = int(max_candidates)
         self.lead_in_units = lead_in_units
         self.use_title = use_title
         self.min_term_coverage = min_term_coverage
@@ -342,6 +354,17 @@ class VerifierRouter:
             probs = self._nli_model(**enc).logits[0].float().softmax(-1).tolist()
         return {name: float(probs[i]) for name, i in self._labels.items()}
 
+    def judge_candidates(self, query: str, answers: list[Any], visibles: list[Visible]):
+        """``(answer, judgement, evidence)``: the first of the ``max_candidates`` best answers judged SUPPORTED,
+        else the best answer with its own judgement (which routes the loop)."""
+        first = None
+        for candidate in ranked_answers(answers)[: self.max_candidates]:
+            judgement, evidence = self.judge(query, candidate, visibles)
+            if judgement.verdict == SUPPORTED:
+                return candidate, judgement, evidence
+            first = first or (candidate, judgement, evidence)
+        return first
+
     def judge(self, query: str, answer: Any, visibles: list[Visible]) -> tuple[Judgement, Evidence | None]:
         """The verdict on ``answer`` with the active backend, and the evidence it was judged on."""
         evidence = self.locate(answer, visibles)
@@ -433,7 +456,7 @@ class VerifierRouter:
             judgement = Judgement(UNSUPPORTED, "reader_abstained")
         else:
             visibles = visible_texts(_piece(d, i) for i, d in enumerate(documents))
-            judgement, evidence = self.judge(query, best, visibles)
+            best, judgement, evidence = self.judge_candidates(query, answers, visibles)
         route = [*base_route, "read", f"verify:{judgement.verdict}"]
 
         decision, target = route_decision(level, judgement.verdict, self.max_level)
@@ -482,6 +505,7 @@ class VerifierRouter:
             max_new_tokens=self.max_new_tokens,
             fallback=self.fallback,
             respect_reader_abstention=self.respect_reader_abstention,
+            max_candidates=self.max_candidates,
         )
 
     @classmethod

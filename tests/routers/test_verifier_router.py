@@ -557,3 +557,11 @@ def test_loop_is_bounded_by_max_runs_per_component():
     p = loop_pipeline([("30 days", 107, 114), ("14 days", 202, 209), ("45 days", 0, 7)], max_runs=2)
     with pytest.raises(PipelineMaxComponentRuns, match="Maximum run count 2"):
         run_loop(p, WINDOWS)
+
+
+def test_max_candidates_verifies_the_next_answer_when_the_best_is_not_supported():
+    answers = [ans("14 days", 202, 209, score=0.9), ans("30 days", 107, 114, score=0.7)]
+    out = verifier().run(query=QUERY, answers=answers, documents=[doc(18, 210)])
+    assert "widen" in out  # only the best (unsupported) answer is judged
+    out = verifier(max_candidates=2).run(query=QUERY, answers=answers, documents=[doc(18, 210)])
+    assert out["answers"][0].data == "30 days" and out["answers"][0].meta["verdict"] == "SUPPORTED"
