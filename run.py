@@ -97,7 +97,7 @@ def _main(args, err) -> int:
         if args.json:
             print(json.dumps(public(result), ensure_ascii=False))
         elif runner.readers:
-            render.print_answer(out, result, lambda doc_id: (store.source(doc_id)[0].text, store.source(doc_id)[0].body_start))
+            render.print_answer(out, result, lambda doc_id: store.source(doc_id)[0])
         else:
             render.print_retrieval(out, result)
     return 0

@@ -26,7 +26,7 @@ def print_retrieval(console: Console, result: dict[str, Any]) -> None:
 
 
 def print_answer(console: Console, result: dict[str, Any], source) -> None:
-    """``source(doc_id)`` returns ``(text, body_start)``: the original text, to show the span in context."""
+    """``source(doc_id)`` returns the ``SourceDocument``, whose text shows the span in context."""
     console.print(f"[bold]Q:[/bold] {result['query']}")
     if result.get("answer") is None:
         console.print(f"[bold yellow]A: not found in the source[/bold yellow]  ({result.get('verdict')}: {result.get('reason')})")
@@ -34,7 +34,8 @@ def print_answer(console: Console, result: dict[str, Any], source) -> None:
         console.print(f"[bold green]A:[/bold green] {result['answer']}  [dim]({result.get('verdict')}: {result.get('reason')})[/dim]")
         span = (result.get("spans") or [None])[0]
         if span:
-            text, body_start = source(span["doc_id"])
+            doc = source(span["doc_id"])
+            text, body_start = doc.text, doc.body_start
             s, e = span["char_start"], span["char_end"]
             ctx = Text("…" + " ".join(text[max(body_start, s - CONTEXT_CHARS) : s].split()) + " ")
             ctx.append(text[s:e], style="bold black on yellow")
