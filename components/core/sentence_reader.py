@@ -56,6 +56,7 @@ from components.core.analysis import (
     mentions_unit,
 )
 from components.core.text import CODE, TABLE, Span, split_blocks, split_units
+from components.core.verification import key_terms as key_terms_named
 
 COSINE_WEIGHT = 0.5
 IDENTIFIER_WEIGHT = 2.0
@@ -141,19 +142,14 @@ def coverage(terms: dict[str, float], text: str, analyzer: Analyzer) -> float:
 
 
 def question_entities(question: str, analyzer: Analyzer) -> list[str]:
-    """What the question names: identifiers/numbers and capitalised words that do not open the question.
+    """What the question names, as lower-cased unstemmed words (``"err-4012"``, ``"eiffel"``), in order.
 
-    Returned lower-cased and unstemmed (``"err-4012"``, ``"acme"``), stopwords excluded, in order.
+    The same named entities, numbers and identifiers the lexical verifier requires near an answer
+    (``verification.key_terms``), so reader and verifier agree on what a span must mention.
     """
-    entities: list[str] = []
-    for position, token in enumerate(question.split()):
-        token = token.strip(".,;:!?\"'()[]{}«»“”‘’")
-        if not token or not (is_identifier(token) or (position > 0 and token[0].isupper())):
-            continue
-        words = analyzer.words(token)
-        if words and words[0] not in entities and words[0] not in QUESTION_WORDS:
-            entities.append(words[0])
-    return entities
+    named = key_terms_named(question)
+    words = [w for entity in named.entities for w in analyzer.words(entity)] + list(named.identifiers)
+    return [w for w in dict.fromkeys(words) if w not in QUESTION_WORDS]
 
 
 def mentions(text: str, entity: str, analyzer: Analyzer) -> bool:
