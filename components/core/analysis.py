@@ -105,7 +105,8 @@ _ASKS_QUANTITY = re.compile(
     r"\bhow (many|much|long|far|old|often|big|large|high|tall|wide|deep|fast|heavy|soon|quickly|frequently)\b"
     r"|\b(what|which)\s+(\w+\s+){0,2}?(number|amount|percentage|percent|price|cost|size|length|duration|"
     r"interval|rate|limit|port|year|version|temperature|speed|distance|capacity|frequency|voltage|weight|"
-    r"height|width|depth|age|fee|timeout|count)\b",
+    r"height|width|depth|age|fee|timeout|count)\b"
+    r"|\b(what|which)\s+(exit|error|return|response|http|status)\s+(status|code)\b",  # "exit status 3"
     re.IGNORECASE,
 )
 # digits that start a number (not the tail of a code such as GLN-MOT-01), or an English number word
@@ -185,3 +186,82 @@ def asked_unit(question: str) -> str | None:
 def mentions_unit(text: str, unit: str, analyzer: Analyzer) -> bool:
     """Whether ``text`` uses ``unit`` in any form (``hour`` / ``hours`` / ``hrs`` is not guessed: stems only)."""
     return analyzer.stem(unit) in {analyzer.stem(w) for w in analyzer.words(text)} or unit in text.lower()
+
+
+# A sentence that opens with one of these words leans on the sentence before it ("It then exits with status 3").
+_ANAPHORIC_OPENING = re.compile(
+    r"\s*(it|its|they|them|their|this|these|that|those|he|his|she|her|such|then|there|thus|here)\b", re.IGNORECASE
+)
+
+
+def opens_with_reference(sentence: str) -> bool:
+    """Whether ``sentence`` opens with a pronoun or a connective that refers to what came before."""
+    return bool(_ANAPHORIC_OPENING.match(sentence))
+
+
+# ------------------------------------------------------------------ when a question says the opposite
+# The two commonest ways a question is unanswerable although every word of it is in the source (SQuAD 2.0's
+# "negation" and "antonym" categories): it negates what the source states, or it swaps a word for its
+# opposite. General English pairs, both directions; not taken from any data set.
+
+_NEGATION = re.compile(r"\b(not|never|no|none|nothing|neither|nor|cannot|without)\b|n't\b", re.IGNORECASE)
+
+ANTONYM_PAIRS = tuple(
+    tuple(p.split())
+    for p in """most least|more less|more fewer|largest smallest|biggest smallest|greatest smallest|highest lowest|
+    higher lower|upper lower|increase decrease|increasing decreasing|maximum minimum|maximal minimal|best worst|
+    better worse|first last|before after|earlier later|earliest latest|past future|inside outside|easy difficult|
+    easy hard|easier harder|easiest hardest|simple complex|simplicity complexity|ease difficulty|
+    always never|increase reduce|above below|positive negative|true false|accept reject|allow forbid|
+    include exclude|internal external|strong weak|stronger weaker|large small|larger smaller|fast slow|
+    faster slower|old new|older newer|major minor|success failure|win lose|north south|east west""".split("|")
+)
+# negating prefixes and the letters they may stand before (im-possible, il-legal, ir-regular, in-direct)
+_NEGATING_PREFIXES = (("non", ""), ("un", ""), ("dis", ""), ("im", "bmp"), ("il", "l"), ("ir", "r"), ("in", ""))
+_MIN_STEM_AFTER_PREFIX = 5  # "unconnected" → "connected"; "display" → "play" is no negation
+
+
+def is_negated(text: str) -> bool:
+    """Whether ``text`` contains a negation (not, never, no, cannot, n't, without ...)."""
+    return bool(_NEGATION.search(text))
+
+
+def _unprefixed(word: str) -> str | None:
+    for prefix, before in _NEGATING_PREFIXES:
+        rest = word[len(prefix):]
+        if word.startswith(prefix) and len(rest) >= _MIN_STEM_AFTER_PREFIX and (not before or rest[0] in before):
+            return rest
+    return None
+
+
+def opposite_terms(question: str, evidence: str, analyzer: Analyzer) -> list[tuple[str, str]]:
+    """``(question word, evidence word)`` pairs where the question uses the opposite of what the evidence says.
+
+    A question word counts only when its own stem is NOT in the evidence while its opposite is: an antonym from
+    ``ANTONYM_PAIRS`` ("decrease" / "increase"), or the same word with or without a negating prefix
+    ("unconnected" / "connected", "solvable" / "unsolvable"). Stopwords count here ("most", "before").
+    """
+    plain = Analyzer(language=analyzer.language, stopwords=None, split_identifiers=False)
+    q_words = [w for w in plain.words(question) if not is_identifier(w)]
+    e_words = [w for w in plain.words(evidence) if not is_identifier(w)]
+    q_stems = {plain.stem(w) for w in q_words}
+    e_stems = {plain.stem(w): w for w in e_words}
+    opposites: dict[str, set[str]] = {}
+    for x, y in ANTONYM_PAIRS:
+        opposites.setdefault(plain.stem(x), set()).add(plain.stem(y))
+        opposites.setdefault(plain.stem(y), set()).add(plain.stem(x))
+    e_bases = {plain.stem(rest): w for w in e_words if (rest := _unprefixed(w))}
+    found: list[tuple[str, str]] = []
+    for w in dict.fromkeys(q_words):
+        s = plain.stem(w)
+        if s in e_stems:
+            continue
+        candidates = [e_stems[o] for o in sorted(opposites.get(s, ())) if o in e_stems and o not in q_stems]
+        rest = _unprefixed(w)
+        if rest and plain.stem(rest) in e_stems:
+            candidates.append(e_stems[plain.stem(rest)])
+        if s in e_bases and plain.stem(e_bases[s]) not in q_stems:
+            candidates.append(e_bases[s])
+        if candidates:
+            found.append((w, candidates[0]))
+    return found

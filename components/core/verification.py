@@ -31,15 +31,20 @@ Lexical rules, in order (thresholds are parameters; nothing here is tuned on a d
    ``min_answer_coverage`` of its terms in one cited passage) → UNSUPPORTED ``answer_not_in_documents``;
 2. more than ``max_missing_key_terms`` of the key terms occur nowhere in the read documents (titles
    included) → UNSUPPORTED ``key_terms_missing``;
-3. some key term is not in the evidence, its lead-in or the document title, but elsewhere (or, for at
+3. the question says the opposite of the evidence (with its lead-in): it is negated ("What can*not* be
+   solved ...") and the evidence is not → UNSUPPORTED ``negation_mismatch``; or it uses a word whose
+   opposite the evidence uses instead ("decrease" / "increase", "unconnected" / "connected";
+   ``analysis.opposite_terms``) → UNSUPPORTED ``opposite_terms`` — SQuAD 2.0's two commonest kinds of
+   unanswerable question, which share every other word with the source;
+4. some key term is not in the evidence, its lead-in or the document title, but elsewhere (or, for at
    most ``max_missing_key_terms`` of them, nowhere) → PARTIAL ``key_terms_elsewhere``;
-4. fewer than ``min_term_coverage`` of the question's content terms (stems, question words removed) are
+5. fewer than ``min_term_coverage`` of the question's content terms (stems, question words removed) are
    in the evidence, lead-in or title → PARTIAL ``low_term_coverage``;
-5. the question asks for a quantity ("how many / much / long / far …", "what price / port / year …")
+6. the question asks for a quantity ("how many / much / long / far …", "what price / port / year …")
    and the answer holds no number, or it asks "how many <unit>" and the answer never names that unit, or
    it asks when and the answer states no time (a number, a month, "century" …) →
    PARTIAL ``answer_type_missing`` (the value asked for is not there);
-6. otherwise SUPPORTED.
+7. otherwise SUPPORTED.
 
 Example::
 
@@ -66,7 +71,9 @@ from components.core.analysis import (
     has_quantity,
     has_time,
     is_identifier,
+    is_negated,
     mentions_unit,
+    opposite_terms,
 )
 from components.core.text import PROSE, Span, split_blocks, split_units
 
@@ -522,7 +529,7 @@ def lexical_judgement(
     max_missing_key_terms: float = 0.5,
     min_answer_coverage: float = 0.8,
 ) -> Judgement:
-    """The offline verdict (rules 1-5 of the module docstring)."""
+    """The offline verdict (rules 1-7 of the module docstring)."""
     if evidence is None or evidence.coverage < min_answer_coverage:
         detail = "" if evidence is None else f": only {evidence.coverage:.2f} of its terms in one cited passage"
         return Judgement(UNSUPPORTED, f"answer_not_in_documents{detail}")
@@ -542,6 +549,14 @@ def lexical_judgement(
     missing = [t for t in terms.all() if not _has(everywhere, terms, t, analyzer)]
     if terms and len(missing) / len(terms) > max_missing_key_terms:
         return Judgement(UNSUPPORTED, f"key_terms_missing: {_quote(missing)} not in the read documents")
+
+    stated = f"{evidence.lead_in_text}\n{evidence.evidence_text}"
+    if is_negated(question) and not is_negated(stated):
+        return Judgement(UNSUPPORTED, "negation_mismatch: the question is negated, the evidence is not")
+    opposite = opposite_terms(question, stated, analyzer)
+    if opposite:
+        said = ", ".join(f"'{q}' where the source says '{e}'" for q, e in opposite)
+        return Judgement(UNSUPPORTED, f"opposite_terms: the question says {said}")
 
     # the lead-in units that supply a question term the evidence itself lacks
     needed = {analyzer.stem(w) for t in terms.all() for w in analyzer.words(t)} | content_terms(question, analyzer)

@@ -309,6 +309,9 @@ def test_quantity_question_needs_a_number_in_the_answer():
     assert asks_for_quantity("How far away can the Motion Sensor detect movement?")
     assert asks_for_quantity("What is the price of the Beacon plan?")
     assert not asks_for_quantity("What causes ERR-7730?")
+    assert asks_for_quantity("What exit status does the bridge use?") and asks_for_quantity("Which HTTP status code?")
+    assert not asks_for_quantity("What status does the refund policy have?")
+    assert not asks_for_quantity("What does error code ERR-3318 mean?")  # asks for a meaning
     assert has_quantity("up to 7 metres") and has_quantity("twice a day") and has_quantity("$149.90")
     assert not has_quantity("# Glimmerline Motion Sensor (GLN-MOT-01)")
     text = "Acme Pro plans. Refunds are handled by the billing team."
@@ -331,3 +334,59 @@ def test_a_when_question_needs_a_time_in_the_answer():
                            lead_in_units=2)
     j = lexical_judgement("When were refunds introduced for Acme Pro?", ev, vis, Analyzer())
     assert (j.verdict, j.reason.split(":")[0]) == ("PARTIAL", "answer_type_missing")
+
+
+# --------------------------------------------------------------- questions that say the opposite
+
+
+def _sentence_judgement(question, text):
+    vis = visible_texts([Piece("d1", 0, text, "")])
+    ev = locate_extractive(vis, text, doc_id="d1", start=0, end=len(text), lead_in_units=2)
+    return lexical_judgement(question, ev, vis, Analyzer())
+
+
+def test_negated_question_against_a_positive_statement_is_unsupported():
+    text = "Complexity theory studies how algorithms scale with an increase in the input size."
+    j = _sentence_judgement("What does complexity theory not study about algorithms?", text)
+    assert (j.verdict, j.reason) == (UNSUPPORTED, "negation_mismatch: the question is negated, the evidence is not")
+    # the same question, asked of a sentence that is itself negated, passes this rule
+    negated = "Complexity theory does not study how algorithms are written."
+    assert _sentence_judgement("What does complexity theory not study about algorithms?", negated).verdict == SUPPORTED
+
+
+def test_an_opposite_word_makes_the_question_unsupported():
+    text = "Complexity theory studies how algorithms scale with an increase in the input size."
+    j = _sentence_judgement("How do algorithms scale with a decrease in the input size in complexity theory?", text)
+    assert j.verdict == UNSUPPORTED
+    assert j.reason == "opposite_terms: the question says 'decrease' where the source says 'increase'"
+    j = _sentence_judgement("How do algorithms scale with an increase in the input size in complexity theory?", text)
+    assert j.verdict == SUPPORTED
+
+
+@pytest.mark.parametrize(
+    "question, evidence, expected",
+    [
+        ("the set of all unconnected graphs", "whether the given graph is connected", [("unconnected", "connected")]),
+        ("Which problems are solvable?", "these problems are unsolvable", [("solvable", "unsolvable")]),
+        ("What is impossible for RP?", "it is possible that RP equals P", [("impossible", "possible")]),
+        ("the least known resources", "the most well known resources", [("least", "most")]),
+        # the question's own word is in the evidence too: no contradiction
+        ("the largest and smallest values", "the largest value and the smallest", []),
+        # 'display' is not a negated 'play' (too short after the prefix); 'irate' has no 'r' after 'ir'
+        ("Which display is used?", "the play button", []),
+        ("Who is irate?", "the ate fruit", []),
+        # identifiers are never read as words with a prefix
+        ("What does UN-4012 mean?", "4012 is an error", []),
+    ],
+)
+def test_opposite_terms(question, evidence, expected):
+    from components.core.analysis import opposite_terms
+
+    assert opposite_terms(question, evidence, Analyzer()) == expected
+
+
+def test_is_negated():
+    from components.core.analysis import is_negated
+
+    assert is_negated("What cannot be solved?") and is_negated("Which isn't used?") and is_negated("never")
+    assert not is_negated("What can be solved in nominal time?")  # 'nominal' holds 'no' but is no negation
