@@ -26,7 +26,8 @@ Two more rules make the chosen unit the one that holds the *value* asked for:
   states none ("because", "when" … / a number, a month, "century" …).
 
 A table row is scored (embedding and key terms) together with its table's header row, which names the
-columns, but the answer span is the row itself.
+columns, but the answer span is the row itself. A sentence that opens with a pronoun or connective ("It then
+exits with status 3.") is embedded together with the sentence before it, which says what "it" is.
 
 The answer span of the best unit is the unit plus the unit before it when both lie in the same block
 (paragraph) — a lead-in that usually names what the sentence is about. If the span still does not mention
@@ -54,6 +55,7 @@ from components.core.analysis import (
     has_time,
     is_identifier,
     mentions_unit,
+    opens_with_reference,
 )
 from components.core.text import CODE, TABLE, Span, split_blocks, split_units
 from components.core.verification import key_terms as key_terms_named
@@ -79,6 +81,16 @@ class Unit:
     def scored_text(self, text: str) -> str:
         body = self.span.slice(text)
         return f"{self.context}\n{body}" if self.context else body
+
+
+def embedded_text(text: str, units: Sequence[Unit], i: int) -> str:
+    """What unit ``i`` is embedded as: its scored text, preceded by its lead-in (the previous unit of the same
+    block) when it opens with a pronoun or connective ("It then exits with status 3." means nothing alone)."""
+    unit = units[i]
+    body = unit.scored_text(text)
+    if i > 0 and not unit.context and units[i - 1].block == unit.block and opens_with_reference(body):
+        return f"{units[i - 1].span.slice(text)} {body}"
+    return body
 
 
 @dataclass(frozen=True)
@@ -247,7 +259,7 @@ def read_windows(
     """Answer of each window text; the question and all units are embedded in ONE ``embed`` call."""
     analyzer = analyzer or Analyzer()
     units = [window_units(t) for t in texts]
-    pieces = [question] + [u.scored_text(t) for t, us in zip(texts, units, strict=True) for u in us]
+    pieces = [question] + [embedded_text(t, us, i) for t, us in zip(texts, units, strict=True) for i in range(len(us))]
     vectors = _normalise(np.asarray(embed(pieces), dtype=np.float64))
     cosines = vectors[1:] @ vectors[0]
     answers, pos = [], 0

@@ -205,3 +205,15 @@ def test_a_bare_code_fence_is_never_an_answer():
     text = "Intro.\n\n```yaml\nretry_interval_s: 45\n\n```"
     assert [(text[u.span.start : u.span.end], u.answerable) for u in window_units(text)] == [
         ("Intro.", True), ("```yaml\nretry_interval_s: 45", True), ("```", False)]
+
+
+def test_a_sentence_opening_with_a_pronoun_is_embedded_with_the_one_before():
+    text = "The bridge retries eight times. It then exits with status 3.\n\nIt is unrelated here."
+    calls = []
+    lead = "The bridge retries eight times."
+    # only the contextualised text of the pronoun sentence is close to the question
+    embed = embedder({"Q?": QVEC, f"{lead} It then exits with status 3.": QVEC}, calls)
+    [answer] = read_windows("Q?", [text], embed, AN)
+    assert calls[0] == ["Q?", lead, f"{lead} It then exits with status 3.", "It is unrelated here."]
+    assert text[answer.best.start : answer.best.end] == "It then exits with status 3."
+    assert (answer.start, answer.end) == (0, 60)  # with its lead-in, verbatim
