@@ -20,7 +20,6 @@ QUESTIONS = [json.loads(line) for line in (ROOT / "data/questions.jsonl").read_t
 # so a fix that makes one pass turns the test red until its entry is removed. The QA model does not need them.
 OFFLINE_LIMITS = {
     "q16": "the port is only in a code block URL; with five passages read, a number in another document wins",
-    "q17": "'requests per minute' is only a JSON key (rate_limit_per_minute): no lexical overlap with the value",
     "q23": "'battery' vs 'coin cell': the lexical verifier cannot tell they are the same, so it abstains",
 }
 

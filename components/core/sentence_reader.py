@@ -29,7 +29,11 @@ A table row is scored (embedding and key terms) together with its table's header
 columns, but the answer span is the row itself. A sentence that opens with a pronoun or connective ("It then
 exits with status 3.") is embedded together with the sentence before it, which says what "it" is.
 
-The answer span of the best unit is the unit plus the unit before it when both lie in the same block
+A sentence that names a key in backticks but lacks the value asked for ("each token may send the number of
+requests shown in `rate_limit_per_minute`") is scored with that key's line in a code block of the same window
+(``"rate_limit_per_minute": 120``); if it wins, the answer span is that line and the sentence is evidence.
+
+The answer span of the best unit is otherwise the unit plus the unit before it when both lie in the same block
 (paragraph) — a lead-in that usually names what the sentence is about. If the span still does not mention
 an entity the question names (an identifier, or a capitalised word that does not open the question), the
 span widens by one more neighbouring unit that mentions it, the preceding one first (e.g. a heading).
@@ -57,7 +61,7 @@ from components.core.analysis import (
     mentions_unit,
     opens_with_reference,
 )
-from components.core.text import CODE, TABLE, Span, split_blocks, split_units
+from components.core.text import CODE, TABLE, Span, key_definitions, named_keys, split_blocks, split_units
 from components.core.verification import key_terms as key_terms_named
 
 COSINE_WEIGHT = 0.5
@@ -211,6 +215,38 @@ def answer_type_factor(question: str, text: str, analyzer: Analyzer) -> float:
     return factor
 
 
+def window_definitions(text: str) -> dict[str, Span]:
+    """``key → its code line`` over all code blocks of a window (``text.key_definitions``; first one wins)."""
+    found: dict[str, Span] = {}
+    for block in split_blocks(text):
+        for key, line in key_definitions(text, block).items():
+            found.setdefault(key, line)
+    return found
+
+
+def typed_factor(
+    question: str, text: str, unit: Unit, definitions: dict[str, Span], analyzer: Analyzer
+) -> tuple[float, Span | None]:
+    """``answer_type_factor`` of a unit, and the code line that supplies the value it lacks (else ``None``).
+
+    A prose unit that names a key in backticks ("the number shown in `rate_limit_per_minute`") without
+    stating the value the question asks for is read together with that key's line in a code block of the
+    window (``"rate_limit_per_minute": 120``); when the line supplies the value, the line is the answer.
+    """
+    body = unit.span.slice(text)
+    factor = answer_type_factor(question, body, analyzer)
+    if factor == 1.0 or unit.span.kind == CODE:
+        return factor, None
+    best: tuple[float, Span | None] = (factor, None)
+    for key in named_keys(body):
+        line = definitions.get(key)
+        if line is not None:
+            resolved = answer_type_factor(question, f"{body}\n{line.slice(text)}", analyzer)
+            if resolved > best[0]:
+                best = (resolved, line)
+    return best
+
+
 def lead_in_coverage(terms: dict[str, float], text: str, units: Sequence[Unit], i: int, analyzer: Analyzer) -> float:
     """Coverage of unit ``i`` where a key term found only in its lead-in (previous unit, same block) counts half."""
     own = coverage(terms, units[i].scored_text(text), analyzer)
@@ -234,8 +270,13 @@ def read_window(
     terms = key_terms(question, analyzer)
     covs = np.array([lead_in_coverage(terms, text, units, i, analyzer) for i in range(len(units))])
     scores = unit_scores(cosines, covs, has_terms=bool(terms))
-    scores *= np.array([answer_type_factor(question, u.span.slice(text), analyzer) for u in units])
+    definitions = window_definitions(text)
+    factors, values = zip(*(typed_factor(question, text, u, definitions, analyzer) for u in units), strict=True)
+    scores *= np.array(factors)
     best = max(candidates, key=lambda i: (scores[i], -i))  # ties: the earliest unit
+    if values[best] is not None:  # the value sits in the code line of the key the sentence names
+        value = values[best]
+        return SentenceAnswer(value.start, value.end, float(scores[best]), units[best].span, (value, units[best].span))
     first, last = answer_units(text, units, best, question_entities(question, analyzer), analyzer)
     if units[best].context and first < best:  # a table row is its own answer; the header is its context
         first = best

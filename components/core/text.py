@@ -7,6 +7,9 @@ expander and the readers all call these functions; nothing else in the project s
 - ``split_blocks``  — paragraphs of prose, fenced code blocks and pipe tables (blank-line separated).
 - ``split_units``   — the atomic units of a block: sentences (pysbd) for prose, rows for tables, the
   whole block (or its blank-line parts) for code.
+- ``key_definitions`` / ``named_keys`` — the ``key: value`` lines of code blocks, and the `keys` a sentence
+  names in backticks: prose often says "the limit shown in `rate_limit_per_minute`" while the value sits in
+  a JSON or YAML block.
 - ``chunk_units``   — runs of units up to ``max_chars`` with ``overlap`` (fraction of characters) shared
   between neighbouring chunks, never crossing a change of block kind.
 """
@@ -158,6 +161,32 @@ def split_units(text: str, block: Span) -> list[Span]:
     if e > s:
         parts.append(Span(s, e, CODE))
     return parts
+
+
+# a `key: value`, "key": value or key = value line whose value is a scalar (not an opening { or [)
+_KEY_LINE = re.compile(r"""^[ \t]*["']?([A-Za-z_][\w.-]*)["']?[ \t]*[:=](?!//)[ \t]*([^\s{\[].*?)[ \t]*,?[ \t]*$""", re.MULTILINE)
+_NAMED_KEY = re.compile(r"`([A-Za-z_][\w.-]*)`")
+
+
+def key_definitions(text: str, block: Span) -> dict[str, Span]:
+    """``key → span of its line`` for every ``key: value`` / ``"key": value`` / ``key = value`` line of a code
+    block (the first definition of a key wins; the span drops indentation and a trailing comma)."""
+    found: dict[str, Span] = {}
+    if block.kind != CODE:
+        return found
+    for ls, le in _lines(text, block.start, block.end):
+        m = _KEY_LINE.match(text, ls, le)
+        if m and m.group(1) not in found:
+            s, e = _strip(text, ls, le)
+            if text[e - 1] == ",":
+                e -= 1
+            found[m.group(1)] = Span(s, e, CODE)
+    return found
+
+
+def named_keys(sentence: str) -> list[str]:
+    """The names a sentence quotes in backticks (`` `max_retries` `` → ``max_retries``), in order."""
+    return list(dict.fromkeys(_NAMED_KEY.findall(sentence)))
 
 
 def chunk_units(units: list[Span], max_chars: int = 800, overlap: float = 0.15) -> list[Span]:

@@ -18,6 +18,8 @@ Pieces:
   ``lead_in_units`` preceding visible units of the same paragraph, or a heading right above it (the
   *lead-in*, which usually names the subject: "Acme Pro subscriptions. Refunds are available within 30
   days."). The lead-in never reaches into the previous paragraph, which may be about something else.
+  An answer that is a ``key: value`` line of a code block also has *references*: the sentences that name
+  that key in backticks ("the number shown in `rate_limit_per_minute`"); they count like a lead-in.
   A generative answer that is not verbatim is located by token coverage: the shortest run of units of a
   cited passage holding as many of its terms as that passage holds.
 - ``key_terms(question)`` — the terms a supporting span must mention: named entities (runs of
@@ -75,7 +77,7 @@ from components.core.analysis import (
     mentions_unit,
     opposite_terms,
 )
-from components.core.text import PROSE, Span, split_blocks, split_units
+from components.core.text import PROSE, Span, key_definitions, named_keys, split_blocks, split_units
 
 SUPPORTED, PARTIAL, UNSUPPORTED, NOT_FOUND = "SUPPORTED", "PARTIAL", "UNSUPPORTED", "NOT_FOUND"
 VERDICTS = (SUPPORTED, PARTIAL, UNSUPPORTED)
@@ -220,6 +222,7 @@ class Evidence:
     units: tuple[Span, ...]
     lead_in: tuple[Span, ...] = ()
     coverage: float = 1.0  # share of the answer's terms found in ``units`` (1.0 when verbatim)
+    references: tuple[Span, ...] = ()  # sentences naming (in backticks) the key whose code line is the answer
 
     @property
     def doc_id(self) -> str:
@@ -247,6 +250,10 @@ class Evidence:
     def context_text(self) -> str:
         return self.visible.slice(*self.context_span)
 
+    @property
+    def references_text(self) -> str:
+        return "\n".join(self.visible.slice(u.start, u.end) for u in self.references)
+
 
 def span_dict(doc_id: str, start: int, end: int, text: str) -> dict:
     return {"doc_id": doc_id, "char_start": start, "char_end": end, "text": text}
@@ -271,7 +278,25 @@ def evidence_for(visible: Visible, start: int, end: int, lead_in_units: int) -> 
         dist = [min(abs(u.start - start), abs(u.end - end)) for u in visible.units]
         idx = [dist.index(min(dist))]
     units = tuple(visible.units[i] for i in idx)
-    return Evidence(visible, (start, end), units, lead_in(visible, idx[0], lead_in_units))
+    return Evidence(visible, (start, end), units, lead_in(visible, idx[0], lead_in_units),
+                    references=referring_units(visible, start, end))
+
+
+def referring_units(visible: Visible, start: int, end: int) -> tuple[Span, ...]:
+    """Prose units of ``visible`` that name, in backticks, a key whose code line (``text.key_definitions``)
+    overlaps ``[start, end)``: "the limit shown in `rate_limit_per_minute`" for ``"rate_limit_per_minute": 120``."""
+    keys = {
+        key
+        for block in split_blocks(visible.text)
+        for key, line in key_definitions(visible.text, block).items()
+        if line.start + visible.start < end and start < line.end + visible.start
+    }
+    if not keys:
+        return ()
+    return tuple(
+        u for u in visible.units
+        if u.kind == PROSE and keys.intersection(named_keys(visible.slice(u.start, u.end)))
+    )
 
 
 def lead_in(visible: Visible, first: int, n: int) -> tuple[Span, ...]:
@@ -541,7 +566,7 @@ def lexical_judgement(
         if use_title and v.title:
             everywhere.add(v.title, analyzer)
     local = _Vocab().add(evidence.evidence_text, analyzer)
-    lead = _Vocab().add(evidence.lead_in_text, analyzer)
+    lead = _Vocab().add(evidence.lead_in_text, analyzer).add(evidence.references_text, analyzer)
     if use_title and evidence.visible.title:
         lead.add(evidence.visible.title, analyzer)
     near = _Vocab(local.stems | lead.stems, local.words | lead.words)
@@ -550,7 +575,7 @@ def lexical_judgement(
     if terms and len(missing) / len(terms) > max_missing_key_terms:
         return Judgement(UNSUPPORTED, f"key_terms_missing: {_quote(missing)} not in the read documents")
 
-    stated = f"{evidence.lead_in_text}\n{evidence.evidence_text}"
+    stated = f"{evidence.lead_in_text}\n{evidence.evidence_text}\n{evidence.references_text}"
     if is_negated(question) and not is_negated(stated):
         return Judgement(UNSUPPORTED, "negation_mismatch: the question is negated, the evidence is not")
     opposite = opposite_terms(question, stated, analyzer)

@@ -382,7 +382,7 @@ class VerifierRouter:
             return judgement, evidence
         if evidence is None:
             return Judgement(UNSUPPORTED, "answer_not_in_documents"), None
-        premise = evidence.context_text
+        premise = "\n".join(t for t in (evidence.context_text, evidence.references_text) if t)
         if self.active_backend == "nli":
             hypothesis = self.hypothesis_template.format(question=query, answer=answer.data)
             judgement = nli_judgement(
@@ -398,13 +398,14 @@ class VerifierRouter:
     @staticmethod
     def spans(evidence: Evidence, judgement: Judgement) -> list[dict[str, Any]]:
         """``[{doc_id, char_start, char_end, text}]``: the exact answer span (if any), then the lead-in the
-        verdict relied on and the evidence sentence(s); a span is listed once (a sentence-level answer is its
+        verdict relied on, the evidence sentence(s) and the sentences that name the answer's code key; a span is listed once (a sentence-level answer is its
         own evidence)."""
         v = evidence.visible
         ranges = [evidence.answer] if evidence.answer is not None else []
         if judgement.used_lead_in:
             ranges.append((judgement.used_lead_in[0].start, judgement.used_lead_in[-1].end))
         ranges.append(evidence.evidence_span)
+        ranges.extend((u.start, u.end) for u in evidence.references)
         return [span_dict(v.doc_id, s, e, v.slice(s, e)) for s, e in dict.fromkeys(ranges)]
 
     def _not_found(

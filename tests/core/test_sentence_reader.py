@@ -217,3 +217,20 @@ def test_a_sentence_opening_with_a_pronoun_is_embedded_with_the_one_before():
     assert calls[0] == ["Q?", lead, f"{lead} It then exits with status 3.", "It is unrelated here."]
     assert text[answer.best.start : answer.best.end] == "It then exits with status 3."
     assert (answer.start, answer.end) == (0, 60)  # with its lead-in, verbatim
+
+
+def test_a_sentence_naming_a_code_key_answers_with_that_keys_line():
+    text = (
+        'A response:\n\n```json\n{\n  "rate_limit_per_minute": 120,\n  "hub_id": "H1"\n}\n```\n\n'
+        "Each token may send the number of requests per minute shown in `rate_limit_per_minute`."
+    )
+    sentence = "Each token may send the number of requests per minute shown in `rate_limit_per_minute`."
+    q = "How many requests per minute may a token send?"
+    [answer] = read_windows(q, [text], embedder({q: QVEC, sentence: QVEC}), AN)
+    assert text[answer.start : answer.end] == '"rate_limit_per_minute": 120'
+    assert text[answer.best.start : answer.best.end] == sentence
+    assert [text[u.start : u.end] for u in answer.units] == ['"rate_limit_per_minute": 120', sentence]
+    # a question that asks for no value keeps the sentence itself as the answer
+    q2 = "What may each token send?"
+    [answer] = read_windows(q2, [text], embedder({q2: QVEC, sentence: QVEC}), AN)
+    assert text[answer.start : answer.end] == sentence

@@ -53,3 +53,22 @@ def test_chunks_overlap_and_never_mix_kinds():
     assert prose[1].start < prose[0].end
     covered = {u for u in units for c in chunks if c.start <= u.start and u.end <= c.end}
     assert covered == set(units)
+
+
+def test_key_definitions_find_scalar_key_lines_of_code_blocks_only():
+    from components.core.text import key_definitions, named_keys
+
+    text = (
+        "Set `max_retries` in the file; `port: 99` in prose is no definition.\n\n"
+        "```yaml\nsync:\n  max_retries: 8\n  url: https://host:8443/x\n```\n\n"
+        '```json\n{\n  "rate_limit_per_minute": 120,\n  "lights": [\n    1\n  ]\n}\n```'
+    )
+    found = {}
+    for block in split_blocks(text):
+        found.update({k: text[s.start : s.end] for k, s in key_definitions(text, block).items()})
+    # 'sync:' and 'lights': open a nested value; a URL's 'https:' is no key; the trailing comma is not kept
+    assert found == {"max_retries": "max_retries: 8", "url": "url: https://host:8443/x",
+                     "rate_limit_per_minute": '"rate_limit_per_minute": 120'}
+    assert named_keys("Each token may send the number shown in `rate_limit_per_minute` (see `x`, `x`).") == [
+        "rate_limit_per_minute", "x"]
+    assert named_keys("Run `sudo systemctl reload` now") == []  # a command is not a key name

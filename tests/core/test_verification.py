@@ -390,3 +390,28 @@ def test_is_negated():
 
     assert is_negated("What cannot be solved?") and is_negated("Which isn't used?") and is_negated("never")
     assert not is_negated("What can be solved in nominal time?")  # 'nominal' holds 'no' but is no negation
+
+
+def test_a_code_line_answer_takes_the_sentence_naming_its_key_as_reference():
+    text = (
+        '```json\n{\n  "rate_limit_per_minute": 120\n}\n```\n\n'
+        "Each token may send the number of requests per minute shown in `rate_limit_per_minute`."
+    )
+    vis = visible_texts([Piece("api", 0, text, "Local API")])
+    start = text.index('"rate_limit')
+    ev = locate_extractive(vis, '"rate_limit_per_minute": 120', doc_id="api", start=start, end=start + 28)
+    assert [text[u.start : u.end] for u in ev.references] == [text[text.index("Each") :]]
+    from dataclasses import replace
+
+    from components.routers.verifier_router import VerifierRouter
+
+    q = "How many requests may a token send per minute?"
+    j = lexical_judgement(q, ev, vis, Analyzer())
+    assert j.verdict == SUPPORTED
+    # "request", "token" and "send" are only in the referring sentence
+    alone = lexical_judgement(q, replace(ev, references=()), vis, Analyzer())
+    assert (alone.verdict, alone.reason) == (PARTIAL, "low_term_coverage: 2/5 question terms near the answer")
+    assert VerifierRouter.spans(ev, j)[-1]["text"].startswith("Each token may send")
+    # the referring sentence itself has no references (it is no code line)
+    s = text.index("Each")
+    assert locate_extractive(vis, text[s:], doc_id="api", start=s, end=len(text)).references == ()
