@@ -221,9 +221,14 @@ _NEGATING_PREFIXES = (("non", ""), ("un", ""), ("dis", ""), ("im", "bmp"), ("il"
 _MIN_STEM_AFTER_PREFIX = 5  # "unconnected" → "connected"; "display" → "play" is no negation
 
 
+# "whether or not", "may or may not", "or not": alternatives, not negations
+_NOT_A_NEGATION = re.compile(r"\b(?:(\w+) or \1 not|or not)\b", re.IGNORECASE)
+
+
 def is_negated(text: str) -> bool:
-    """Whether ``text`` contains a negation (not, never, no, cannot, n't, without ...)."""
-    return bool(_NEGATION.search(text))
+    """Whether ``text`` contains a negation (not, never, no, cannot, n't, without ...); "whether or not" and
+    "may or may not" name both alternatives and are no negation."""
+    return bool(_NEGATION.search(_NOT_A_NEGATION.sub(" ", text)))
 
 
 def _unprefixed(word: str) -> str | None:

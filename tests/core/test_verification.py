@@ -390,6 +390,9 @@ def test_is_negated():
 
     assert is_negated("What cannot be solved?") and is_negated("Which isn't used?") and is_negated("never")
     assert not is_negated("What can be solved in nominal time?")  # 'nominal' holds 'no' but is no negation
+    assert not is_negated("What decides how powerful a machine may or may not be?")
+    assert not is_negated("It checks whether or not the graph is connected.")
+    assert is_negated("It may or may not halt, but it does not loop.")
 
 
 def test_a_code_line_answer_takes_the_sentence_naming_its_key_as_reference():
