@@ -7,7 +7,7 @@ BIN    := $(VENV)/bin
 export HAYSTACK_TELEMETRY_ENABLED ?= false
 export TOKENIZERS_PARALLELISM ?= false
 
-.PHONY: setup demo test bench eval clean
+.PHONY: setup demo test bench eval targets clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -36,6 +36,9 @@ bench: setup
 eval: setup
 	$(BIN)/python run.py pipelines/retrieval.yaml --eval ../shared/data/cisi --report reports/cisi-retrieval
 	$(BIN)/python run.py pipelines/extractive.yaml --eval ../shared/data/squad2/dev-computational-complexity.json --report reports/squad2-extractive
+
+targets: setup
+	$(BIN)/python benchmarks/squad_targets.py
 
 clean:
 	rm -rf $(VENV) .spanqa reports
