@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from functools import cached_property
+from functools import cached_property, lru_cache
 
 _WORD = re.compile(r"[^\W_]+(?:[-_./][^\W_]+)*", re.UNICODE)
 _HAS_DIGIT = re.compile(r"\d")
@@ -239,6 +239,17 @@ def _unprefixed(word: str) -> str | None:
     return None
 
 
+@lru_cache(maxsize=4)
+def _opposites(language: str | None) -> tuple[Analyzer, dict[str, frozenset[str]]]:
+    """An analyzer that keeps stopwords ("most", "before") and the stem → opposite stems map of ``ANTONYM_PAIRS``."""
+    plain = Analyzer(language=language, stopwords=None, split_identifiers=False)
+    opposites: dict[str, set[str]] = {}
+    for x, y in ANTONYM_PAIRS:
+        opposites.setdefault(plain.stem(x), set()).add(plain.stem(y))
+        opposites.setdefault(plain.stem(y), set()).add(plain.stem(x))
+    return plain, {k: frozenset(v) for k, v in opposites.items()}
+
+
 def opposite_terms(question: str, evidence: str, analyzer: Analyzer) -> list[tuple[str, str]]:
     """``(question word, evidence word)`` pairs where the question uses the opposite of what the evidence says.
 
@@ -246,15 +257,11 @@ def opposite_terms(question: str, evidence: str, analyzer: Analyzer) -> list[tup
     ``ANTONYM_PAIRS`` ("decrease" / "increase"), or the same word with or without a negating prefix
     ("unconnected" / "connected", "solvable" / "unsolvable"). Stopwords count here ("most", "before").
     """
-    plain = Analyzer(language=analyzer.language, stopwords=None, split_identifiers=False)
+    plain, opposites = _opposites(analyzer.language)
     q_words = [w for w in plain.words(question) if not is_identifier(w)]
     e_words = [w for w in plain.words(evidence) if not is_identifier(w)]
     q_stems = {plain.stem(w) for w in q_words}
     e_stems = {plain.stem(w): w for w in e_words}
-    opposites: dict[str, set[str]] = {}
-    for x, y in ANTONYM_PAIRS:
-        opposites.setdefault(plain.stem(x), set()).add(plain.stem(y))
-        opposites.setdefault(plain.stem(y), set()).add(plain.stem(x))
     e_bases = {plain.stem(rest): w for w in e_words if (rest := _unprefixed(w))}
     found: list[tuple[str, str]] = []
     for w in dict.fromkeys(q_words):

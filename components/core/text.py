@@ -164,7 +164,9 @@ def split_units(text: str, block: Span) -> list[Span]:
 
 
 # a `key: value`, "key": value or key = value line whose value is a scalar (not an opening { or [)
-_KEY_LINE = re.compile(r"""^[ \t]*["']?([A-Za-z_][\w.-]*)["']?[ \t]*[:=](?!//)[ \t]*([^\s{\[].*?)[ \t]*,?[ \t]*$""", re.MULTILINE)
+_KEY_LINE = re.compile(
+    r"""^[ \t]*["']?([A-Za-z_][\w.-]*)["']?[ \t]*[:=](?!//)[ \t]*([^\s{\[].*?)[ \t]*,?[ \t]*$""", re.MULTILINE
+)
 _NAMED_KEY = re.compile(r"`([A-Za-z_][\w.-]*)`")
 
 
