@@ -42,6 +42,12 @@ def print_answer(console: Console, result: dict[str, Any], source) -> None:
             ctx.append(" " + " ".join(text[e : e + CONTEXT_CHARS].split()) + "…")
             console.print(ctx)
             console.print(f"[dim]source: {span['doc_id']} chars {s}–{e}[/dim]")
+            for other in result["spans"][1:]:  # evidence beyond the context shown (a code key's naming sentence)
+                shown = other["doc_id"] == span["doc_id"] and other["char_start"] < e + CONTEXT_CHARS and (
+                    other["char_end"] > s - CONTEXT_CHARS)
+                if not shown:
+                    console.print(f"[dim]see also:[/dim] {_snippet(other['text'])} "
+                                  f"[dim]({other['doc_id']} chars {other['char_start']}–{other['char_end']})[/dim]")
     console.print(f"[dim]route: {' → '.join(result.get('route') or [])}[/dim]")
     if result.get("citations"):
         console.print(f"[dim]citations: {result['citations']}[/dim]")
