@@ -464,8 +464,8 @@ def key_terms(question: str) -> KeyTerms:
             words = [(w, True) for w, _ in words[1:]]
         if [w for w, _ in words] == ["I"]:
             return
-        if not words or (len(words) == 1 and words[0][1]):
-            return
+        if not words or (len(words) == 1 and (words[0][1] or _function_word(words[0][0]))):
+            return  # a lone "On" opening a quoted title names nothing; "The Who" does
         name = " ".join(w for w, _ in words)
         if name not in entities:
             entities.append(name)

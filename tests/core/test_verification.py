@@ -161,6 +161,7 @@ def test_locate_generative_by_term_coverage_picks_shortest_run():
         ("Is it Acme, Basic or Pro?", ("Acme", "Basic", "Pro"), ()),
         ("How long is the Long Island ferry, and can I take it?", ("Long Island",), ()),
         ("What does The Who sing? What Acme Pro plans exist?", ("The Who", "Acme Pro"), ()),
+        ('Who wrote "On the Computational Complexity of Science"?', ("Computational Complexity", "Science"), ()),
     ],
 )
 def test_key_terms(question, entities, identifiers):
