@@ -10,7 +10,7 @@ reads for tens of seconds per question), then reads each run's ``per_query.jsonl
 for all questions and for the two halves of ``calibration.split_ids`` (seed 0): every constant that was
 chosen on this file was chosen on the ``choose`` half, so the ``report`` half is the honest number.
 
-Usage: ``python benchmarks/squad_targets.py [--squad FILE] [--generative-limit 40] [--out reports/targets]
+Usage: ``python benchmarks/squad_targets.py [--squad FILE] [--generative-limit 120] [--out reports/targets]
 [--skip-extractive]`` (``--generative-limit 0`` skips the generative run).
 """
 
@@ -69,7 +69,7 @@ def run(pipeline: str, squad: str, out: str, limit: int | None) -> list[dict]:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--squad", default=str(SQUAD))
-    ap.add_argument("--generative-limit", type=int, default=40)
+    ap.add_argument("--generative-limit", type=int, default=120)
     ap.add_argument("--out", default="reports/targets")
     ap.add_argument("--skip-extractive", action="store_true", help="only the generative run")
     args = ap.parse_args()
