@@ -2,7 +2,7 @@
 
 Runs ``run.py PIPELINE --eval SQUAD --report DIR`` for ``pipelines/extractive.yaml`` (all questions) and
 ``pipelines/generative.yaml`` (the first ``--generative-limit`` questions: a 135M model on two CPU cores
-reads for tens of seconds per question), then reads each run's ``per_query.jsonl`` and prints:
+reads about 8 seconds per question), then reads each run's ``per_query.jsonl`` and prints:
 
 - answerable questions whose gold answer lies inside the returned span (target ≥ 80 %);
 - unanswerable questions answered ``NOT_FOUND`` (target ≥ 80 %);

@@ -44,8 +44,13 @@ def test_demo_question(runner, q):
     result = runner.ask(q["question"])
     if not q["answerable"]:
         assert result["answer"] is None and result["verdict"] == "NOT_FOUND", result["answer"]
+        # what the verifier refused is kept for diagnosis: verbatim text of a source, never the answer
+        rejected = result["rejected_answer"]
+        assert rejected is None or any(
+            rejected in p.read_text(encoding="utf-8") for p in (ROOT / "data/kb").iterdir() if p.is_file())
         return
     assert result["verdict"] == "SUPPORTED", (result["reason"], result["route"])
+    assert result["rejected_answer"] is None
     span = result["spans"][0]
     source = (ROOT / "data/kb" / span["doc_id"]).read_text(encoding="utf-8")
     assert span["text"] == source[span["char_start"] : span["char_end"]]

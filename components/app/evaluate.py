@@ -257,6 +257,7 @@ def evaluate_squad(runner, path: Path, progress: bool = True, limit: int | None 
         rows.append({
             "id": q["id"], "question": q["question"], "answerable": q["answerable"], "golds": q["golds"],
             "answer": answer, "verdict": result.get("verdict"), "verdict_reason": result.get("reason"),
+            "rejected_answer": result.get("rejected_answer"),
             "route": result.get("route"), "spans": result.get("spans"), "answer_in_span": in_span,
             "em": exact_match(answer, q["golds"]), "f1": f1(answer, q["golds"]),
             "label": diagnosis.label, "reason": diagnosis.reason, "top_score": rerank_score(result),

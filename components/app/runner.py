@@ -207,6 +207,8 @@ class QueryRunner:
             "answer": data,
             "verdict": verdict,
             "reason": meta.get("reason", ""),
+            # what the reader proposed and the verifier refused (diagnostics only, never an answer)
+            "rejected_answer": meta.get("candidate") if verdict == "NOT_FOUND" else None,
             "route": meta.get("route", []),
             "spans": spans,
             "citations": meta.get("citations", []),
