@@ -43,9 +43,9 @@ def _fmt(rate: float | None) -> str:
 
 
 def report(name: str, rows: list[dict]) -> None:
-    choose, held = split_ids([r["id"] for r in rows], seed=0)
-    parts = [("all", rows), ("choose half", [r for r in rows if r["id"] in set(choose)]),
-             ("report half", [r for r in rows if r["id"] in set(held)])]
+    choose, held = (set(half) for half in split_ids([r["id"] for r in rows], seed=0))
+    parts = [("all", rows), ("choose half", [r for r in rows if r["id"] in choose]),
+             ("report half", [r for r in rows if r["id"] in held])]
     print(f"\n{name}: {len(rows)} questions")
     print(f"  {'':12} {'in span':>8} {'of target':>9}   {'NOT_FOUND':>9} {'of target':>9}   (answerable / unanswerable)")
     for label, part in parts:
