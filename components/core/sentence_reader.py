@@ -215,11 +215,11 @@ def answer_type_factor(question: str, text: str, analyzer: Analyzer) -> float:
     return factor
 
 
-def window_definitions(text: str) -> dict[str, Span]:
-    """``key → its code line`` over all code blocks of a window (``text.key_definitions``; first one wins)."""
+def window_definitions(text: str, units: Sequence[Unit]) -> dict[str, Span]:
+    """``key → its code line`` over the code units of a window (``text.key_definitions``; first one wins)."""
     found: dict[str, Span] = {}
-    for block in split_blocks(text):
-        for key, line in key_definitions(text, block).items():
+    for unit in units:
+        for key, line in key_definitions(text, unit.span).items():
             found.setdefault(key, line)
     return found
 
@@ -270,7 +270,7 @@ def read_window(
     terms = key_terms(question, analyzer)
     covs = np.array([lead_in_coverage(terms, text, units, i, analyzer) for i in range(len(units))])
     scores = unit_scores(cosines, covs, has_terms=bool(terms))
-    definitions = window_definitions(text)
+    definitions = window_definitions(text, units)
     factors, values = zip(*(typed_factor(question, text, u, definitions, analyzer) for u in units), strict=True)
     scores *= np.array(factors)
     best = max(candidates, key=lambda i: (scores[i], -i))  # ties: the earliest unit

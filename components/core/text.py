@@ -172,7 +172,7 @@ _NAMED_KEY = re.compile(r"`([A-Za-z_][\w.-]*)`")
 
 def key_definitions(text: str, block: Span) -> dict[str, Span]:
     """``key → span of its line`` for every ``key: value`` / ``"key": value`` / ``key = value`` line of a code
-    block (the first definition of a key wins; the span drops indentation and a trailing comma)."""
+    block or code unit (the first definition of a key wins; the span drops indentation and a trailing comma)."""
     found: dict[str, Span] = {}
     if block.kind != CODE:
         return found

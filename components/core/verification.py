@@ -77,7 +77,7 @@ from components.core.analysis import (
     mentions_unit,
     opposite_terms,
 )
-from components.core.text import PROSE, Span, key_definitions, named_keys, split_blocks, split_units
+from components.core.text import CODE, PROSE, Span, key_definitions, named_keys, split_blocks, split_units
 
 SUPPORTED, PARTIAL, UNSUPPORTED, NOT_FOUND = "SUPPORTED", "PARTIAL", "UNSUPPORTED", "NOT_FOUND"
 VERDICTS = (SUPPORTED, PARTIAL, UNSUPPORTED)
@@ -285,12 +285,13 @@ def evidence_for(visible: Visible, start: int, end: int, lead_in_units: int) -> 
 def referring_units(visible: Visible, start: int, end: int) -> tuple[Span, ...]:
     """Prose units of ``visible`` that name, in backticks, a key whose code line (``text.key_definitions``)
     overlaps ``[start, end)``: "the limit shown in `rate_limit_per_minute`" for ``"rate_limit_per_minute": 120``."""
-    keys = {
-        key
-        for block in split_blocks(visible.text)
-        for key, line in key_definitions(visible.text, block).items()
-        if line.start + visible.start < end and start < line.end + visible.start
-    }
+    keys = set()
+    for u in visible.units:  # code units are code blocks (or their blank-line parts), already split
+        if u.kind == CODE:
+            local = Span(u.start - visible.start, u.end - visible.start, CODE)
+            for key, line in key_definitions(visible.text, local).items():
+                if line.start + visible.start < end and start < line.end + visible.start:
+                    keys.add(key)
     if not keys:
         return ()
     return tuple(
