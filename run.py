@@ -29,6 +29,8 @@ def parse_args(argv=None):
     p.add_argument("--calibrate", action="store_true", help="with --eval on SQuAD: choose thresholds on one half, report on the other")
     p.add_argument("--limit", type=int, help="with --eval: only the first N questions")
     p.add_argument("--no-audit", action="store_true", help="do not append answers to the audit log")
+    p.add_argument("--validate", action="store_true",
+                   help="only check the pipeline YAML and resolve its models (nothing is indexed or answered)")
     return p.parse_args(argv)
 
 
@@ -49,14 +51,41 @@ def main(argv=None) -> int:
 
     from components.core.errors import SpanQAError
 
+    from rich.markup import escape
+
     err = Console(stderr=True)
     try:
+        _check_cli_values(args)
         return _main(args, err)
     except SpanQAError as exc:
-        err.print(f"[bold red]error:[/bold red] {exc}", highlight=False)
+        err.print(f"[bold red]error:[/bold red] {escape(str(exc))}", highlight=False)
         return 2
     except KeyboardInterrupt:
         return 130
+
+
+def _check_cli_values(args) -> None:
+    from components.core.filters import parse_filters
+    from components.core.params import check_positive_int
+
+    check_positive_int("run.py", "--top-k", args.top_k, optional=True)
+    check_positive_int("run.py", "--limit", args.limit, optional=True)
+    args.filters = parse_filters(args.filters) if args.filters else None
+
+
+def _validate(args, out) -> int:
+    from components.app.pipeline_io import load_pipeline
+    from components.app.validate import resolve_models
+
+    pipeline, _ = load_pipeline(args.pipeline, data=args.data, cache_dir=args.cache_dir)
+    served = resolve_models(pipeline)
+    if args.json:
+        print(json.dumps({"pipeline": args.pipeline, "valid": True, "models": served}))
+    else:
+        out.print(f"{args.pipeline}: valid", highlight=False)
+        for name, what in served.items():
+            out.print(f"  {name}: {what}", markup=False, highlight=False)
+    return 0
 
 
 def _main(args, err) -> int:
@@ -67,7 +96,11 @@ def _main(args, err) -> int:
     from components.app.runner import QueryRunner, public
     from components.core.errors import SpanQAError
 
+    from rich.markup import escape
+
     out = Console()
+    if args.validate:
+        return _validate(args, out)
     data = args.data
     kind = None
     if args.eval:
@@ -82,13 +115,14 @@ def _main(args, err) -> int:
     err.print(f"[dim]index: {stats['documents']} documents, {stats['chunks']} chunks "
               f"({'built' if stats['built'] else 'loaded from cache'} in {stats['seconds']:.1f}s)[/dim]")
     if stats.get("skipped"):
-        err.print(f"[yellow]skipped {len(stats['skipped'])} file(s):[/yellow] " + "; ".join(f"{p} ({r})" for p, r in stats["skipped"]))
+        err.print(f"[yellow]skipped {len(stats['skipped'])} of {stats.get('found', '?')} file(s):[/yellow] "
+                  + escape("; ".join(f"{p} ({r})" for p, r in stats["skipped"])), highlight=False)
     for name, served in runner.models().items():
         if served.startswith("fallback:"):
             err.print(f"[yellow]offline fallback[/yellow] {name}: {served}")
     if args.eval:
         return _evaluate(args, kind, runner, out, err)
-    filters = json.loads(args.filters) if args.filters else None
+    filters = args.filters
     qs = questions(args)
     if not qs:
         raise SpanQAError("No question given: pass --query \"...\", pipe questions on stdin (one per line), or run in a terminal to be prompted.")

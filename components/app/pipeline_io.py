@@ -3,16 +3,18 @@
 from __future__ import annotations
 
 import copy
-import importlib
-import inspect
+import os
 from pathlib import Path
 from typing import Any
 
 import yaml
 
+from components.app.validate import validate_spec
+from components.core import safe_yaml
 from components.core.errors import SpanQAError
 
 ALLOWED_MODULES = ["components"]
+MAX_PIPELINE_BYTES = 1_000_000  # a pipeline is a page of YAML; anything larger is a mistake or an attack
 
 
 def read_spec(path: str | Path) -> dict[str, Any]:
@@ -20,49 +22,56 @@ def read_spec(path: str | Path) -> dict[str, Any]:
     p = Path(path)
     if not p.is_file():
         raise SpanQAError(f"Pipeline file '{path}' does not exist. Pass one of pipelines/*.yaml or your own copy.")
+    if p.stat().st_size > MAX_PIPELINE_BYTES:
+        raise SpanQAError(f"Pipeline file '{path}' is {p.stat().st_size:,} bytes, over the {MAX_PIPELINE_BYTES:,}-byte "
+                          f"limit for a pipeline YAML; is it the right file?")
     try:
-        spec = yaml.safe_load(p.read_text(encoding="utf-8"))
+        spec = safe_yaml.load(p.read_text(encoding="utf-8"))
+    except UnicodeDecodeError as exc:
+        raise SpanQAError(f"Pipeline file '{path}' is not UTF-8 text (byte {exc.start}); save it as UTF-8.") from None
+    except safe_yaml.YamlLimitError as exc:
+        raise SpanQAError(f"Pipeline file '{path}' was refused: {exc}. A pipeline needs only a few anchors "
+                          f"(&store / *store).") from None
     except yaml.YAMLError as exc:
-        raise SpanQAError(f"Pipeline file '{path}' is not valid YAML: {str(exc).replace(chr(10), ' ')}.") from None
-    if not isinstance(spec, dict) or not isinstance(spec.get("components"), dict):
-        raise SpanQAError(f"Pipeline file '{path}' has no 'components' mapping; see pipelines/retrieval.yaml for the format.")
+        raise SpanQAError(f"Pipeline file '{path}' is not valid YAML: {' '.join(str(exc).split())}.") from None
+    validate_spec(path, spec)
     return spec
 
 
-def _check_component(path: str | Path, name: str, data: Any) -> None:
-    """Fail early, naming the component, when its type cannot be imported or a parameter is unknown."""
-    if not isinstance(data, dict) or "type" not in data:
-        raise SpanQAError(f"Pipeline file '{path}': component '{name}' needs a 'type' and 'init_parameters'.")
-    type_name = data["type"]
-    module_name, _, cls_name = type_name.rpartition(".")
+def _inside(path: str, base: Path) -> bool:
     try:
-        cls = getattr(importlib.import_module(module_name), cls_name)
-    except (ImportError, AttributeError, ValueError):
-        raise SpanQAError(
-            f"Pipeline file '{path}': component '{name}' has unknown type '{type_name}'. Use a class from the "
-            f"'components' package (e.g. components.retrievers.hybrid_retriever.HybridRetriever) or from Haystack, "
-            f"and check the spelling."
-        ) from None
-    params = data.get("init_parameters") or {}
-    sig = inspect.signature(cls.__init__)
-    accepts_any = any(p.kind is p.VAR_KEYWORD for p in sig.parameters.values())
-    known = [p for p in sig.parameters if p != "self"]
-    unknown = sorted(set(params) - set(known))
-    if unknown and not accepts_any:
-        raise SpanQAError(
-            f"Pipeline file '{path}': component '{name}' ({cls_name}) has unknown parameter(s) {unknown}. "
-            f"Valid parameters: {', '.join(known)}."
-        )
-    for key, value in params.items():  # nested objects, e.g. a document_store
-        if isinstance(value, dict) and "type" in value and "init_parameters" in value:
-            _check_component(path, f"{name}.{key}", value)
+        return Path(os.path.abspath(path)).is_relative_to(base)
+    except (OSError, ValueError):
+        return False
+
+
+def check_write_paths(path: str | Path, spec: dict[str, Any], base: str | Path | None = None) -> None:
+    """Paths a YAML makes spanqa write to (``metadata.spanqa.audit_log``, a store's ``cache_dir``) must stay
+    inside the working directory, unless ``metadata.spanqa.allow_paths_outside: true``: a shared YAML must not
+    make spanqa write anywhere on disk. The command line (``--cache-dir``) may point anywhere."""
+    meta = (spec.get("metadata") or {}).get("spanqa") or {}
+    if meta.get("allow_paths_outside") is True:
+        return
+    root = Path(os.path.abspath(base or os.getcwd()))
+    targets = [("metadata.spanqa.audit_log", meta.get("audit_log"))]
+    targets += [(f"store cache_dir", p.get("cache_dir")) for p in _nested_stores(spec)]
+    for what, target in targets:
+        if target is None:
+            continue
+        if not isinstance(target, str) or not _inside(target, root):
+            raise SpanQAError(
+                f"Pipeline file '{path}': {what} is {target!r}, outside the working directory {root}. A pipeline "
+                f"YAML may write only below the folder it is run from; use a relative path, pass the location on "
+                f"the command line (--cache-dir, --no-audit), or set metadata.spanqa.allow_paths_outside: true.")
 
 
 def _nested_stores(spec: dict[str, Any]):
     for comp in spec["components"].values():
         for value in (comp.get("init_parameters") or {}).values():
             if isinstance(value, dict) and str(value.get("type", "")).endswith("SpanStore"):
-                yield value.setdefault("init_parameters", {})
+                if not isinstance(value.get("init_parameters"), dict):
+                    value["init_parameters"] = {}
+                yield value["init_parameters"]
 
 
 def prepare_spec(spec: dict[str, Any], data: str | None = None, cache_dir: str | None = None) -> dict[str, Any]:
@@ -81,13 +90,27 @@ def load_pipeline(path: str | Path, data: str | None = None, cache_dir: str | No
     from haystack import Pipeline
     from haystack.core.errors import DeserializationError, PipelineError
 
-    spec = prepare_spec(read_spec(path), data, cache_dir)
-    for name, comp in spec["components"].items():
-        _check_component(path, name, comp)
+    raw = read_spec(path)
+    check_write_paths(path, prepare_spec(raw, data, None))  # a --cache-dir given by the user may point anywhere
+    spec = prepare_spec(raw, data, cache_dir)
     try:
         pipeline = Pipeline.from_dict(spec, allowed_modules=ALLOWED_MODULES)
     except SpanQAError as exc:
         raise SpanQAError(f"Pipeline file '{path}': {exc}") from None
-    except (DeserializationError, PipelineError, TypeError, ValueError) as exc:
-        raise SpanQAError(f"Pipeline file '{path}' could not be built: {str(exc).splitlines()[0]}") from None
+    except (DeserializationError, PipelineError, TypeError, ValueError, KeyError, AttributeError) as exc:
+        raise SpanQAError(f"Pipeline file '{path}' could not be built: {explain(exc)}") from None
     return pipeline, spec
+
+
+def explain(exc: BaseException) -> str:
+    """An exception and the causes Haystack wraps it around, in one line, nothing cut off: Haystack's
+    "Couldn't deserialize component 'x' ... with the following data:" alone names no reason."""
+    parts, seen = [], set()
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        text = " ".join(str(exc).split())
+        if text and SpanQAError.__name__ not in text:
+            parts.append(text if isinstance(exc, SpanQAError) else f"{text}")
+        exc = exc.__cause__ or exc.__context__
+    message = " — because: ".join(dict.fromkeys(parts)) or "unknown reason"
+    return message if message.endswith(".") else message + "."

@@ -2,53 +2,70 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
 CONTEXT_CHARS = 160
+# C0 controls but tab and newline, DEL and C1 controls: ANSI escape sequences start with one of them
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def plain(text: Any) -> str:
+    """Document or question text made safe for a terminal: control characters (ANSI escapes) shown as
+    ``\\x1b``-style escapes instead of being sent to the terminal. Use it for ``Text`` objects."""
+    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", str(text))
+
+
+def safe(text: Any) -> str:
+    """``plain`` and escaped for rich markup: ``[/note]`` or ``[link=…]`` in a document is shown, not obeyed."""
+    return escape(plain(text))
 
 
 def _snippet(text: str, n: int = 220) -> str:
-    text = " ".join(text.split())
+    text = " ".join(plain(text).split())
     return text if len(text) <= n else text[: n - 1] + "…"
 
 
 def print_retrieval(console: Console, result: dict[str, Any]) -> None:
-    table = Table(title=f"[bold]{result['query']}[/bold]", show_lines=False, expand=True)
+    table = Table(title=f"[bold]{safe(result['query'])}[/bold]", show_lines=False, expand=True)
     for col, style in (("#", "dim"), ("doc_id", "cyan"), ("chars", "dim"), ("score", ""), ("text", "")):
         table.add_column(col, style=style, overflow="fold")
     for i, d in enumerate(result["documents"][:10], start=1):
-        table.add_row(str(i), str(d["doc_id"]), f"{d['char_start']}–{d['char_end']}", f"{d['score']:.4f}", _snippet(d["text"]))
+        table.add_row(str(i), Text(plain(d["doc_id"])), f"{d['char_start']}–{d['char_end']}", f"{d['score']:.4f}",
+                      Text(_snippet(d["text"])))
     console.print(table)
 
 
 def print_answer(console: Console, result: dict[str, Any], source) -> None:
     """``source(doc_id)`` returns the ``SourceDocument``, whose text shows the span in context."""
-    console.print(f"[bold]Q:[/bold] {result['query']}")
+    console.print(f"[bold]Q:[/bold] {safe(result['query'])}")
+    verdict = safe(f"{result.get('verdict')}: {result.get('reason')}")
     if result.get("answer") is None:
-        console.print(f"[bold yellow]A: not found in the source[/bold yellow]  ({result.get('verdict')}: {result.get('reason')})")
+        console.print(f"[bold yellow]A: not found in the source[/bold yellow]  ({verdict})")
     else:
-        console.print(f"[bold green]A:[/bold green] {result['answer']}  [dim]({result.get('verdict')}: {result.get('reason')})[/dim]")
+        console.print(f"[bold green]A:[/bold green] {safe(result['answer'])}  [dim]({verdict})[/dim]")
         span = (result.get("spans") or [None])[0]
         if span:
             doc = source(span["doc_id"])
             text, body_start = doc.text, doc.body_start
             s, e = span["char_start"], span["char_end"]
-            ctx = Text("…" + " ".join(text[max(body_start, s - CONTEXT_CHARS) : s].split()) + " ")
-            ctx.append(text[s:e], style="bold black on yellow")
-            ctx.append(" " + " ".join(text[e : e + CONTEXT_CHARS].split()) + "…")
+            ctx = Text("…" + " ".join(plain(text[max(body_start, s - CONTEXT_CHARS) : s]).split()) + " ")
+            ctx.append(plain(text[s:e]), style="bold black on yellow")
+            ctx.append(" " + " ".join(plain(text[e : e + CONTEXT_CHARS]).split()) + "…")
             console.print(ctx)
-            console.print(f"[dim]source: {span['doc_id']} chars {s}–{e}[/dim]")
+            console.print(f"[dim]source: {safe(span['doc_id'])} chars {s}–{e}[/dim]")
             for other in result["spans"][1:]:  # evidence beyond the context shown (a code key's naming sentence)
                 shown = other["doc_id"] == span["doc_id"] and other["char_start"] < e + CONTEXT_CHARS and (
                     other["char_end"] > s - CONTEXT_CHARS)
                 if not shown:
-                    console.print(f"[dim]see also:[/dim] {_snippet(other['text'])} "
-                                  f"[dim]({other['doc_id']} chars {other['char_start']}–{other['char_end']})[/dim]")
-    console.print(f"[dim]route: {' → '.join(result.get('route') or [])}[/dim]")
+                    console.print(f"[dim]see also:[/dim] {escape(_snippet(other['text']))} "
+                                  f"[dim]({safe(other['doc_id'])} chars {other['char_start']}–{other['char_end']})[/dim]")
+    console.print(f"[dim]route: {safe(' → '.join(result.get('route') or []))}[/dim]")
     if result.get("citations"):
         console.print(f"[dim]citations: {result['citations']}[/dim]")
     console.print()

@@ -7,7 +7,10 @@ One result per query (README, "Output"): ``query``, ``documents`` and, for readi
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import json
+import os
+import threading
 import time
 from collections import defaultdict
 from pathlib import Path
@@ -27,25 +30,60 @@ class _TimingSpan(Span):
         self.tags[key] = value
 
 
-class TimingTracer(Tracer):
-    """A Haystack tracer that only sums the wall time of each component's runs (loops included)."""
+# the timings of the run in progress in this thread (or task): a Haystack tracer is process-global, so
+# each run collects into its own dict through a context variable and threads never mix their timings
+_RUN_TIMINGS: contextvars.ContextVar[dict | None] = contextvars.ContextVar("spanqa_run_timings", default=None)
+_TRACER_LOCK = threading.Lock()
 
-    def __init__(self):
-        self.ms: dict[str, float] = defaultdict(float)
-        self._current: Span | None = None
+
+class TimingTracer(Tracer):
+    """A Haystack tracer that sums the wall time of each component's runs (loops included) into the dict of
+    the run in progress (``collect_timings``). It wraps whatever tracer the application had installed, so an
+    app's own tracing (Langfuse, OpenTelemetry) keeps working."""
+
+    def __init__(self, inner: Tracer | None = None):
+        self.inner = inner
 
     @contextlib.contextmanager
     def trace(self, operation_name, tags=None, parent_span=None):
-        span = _TimingSpan()
         start = time.perf_counter()
         try:
-            yield span
+            if self.inner is not None:
+                with self.inner.trace(operation_name, tags=tags, parent_span=parent_span) as span:
+                    yield span
+            else:
+                yield _TimingSpan()
         finally:
-            if operation_name == "haystack.component.run" and tags:
-                self.ms[tags.get("haystack.component.name", "?")] += (time.perf_counter() - start) * 1000
+            ms = _RUN_TIMINGS.get()
+            if ms is not None and operation_name == "haystack.component.run" and tags:
+                ms[tags.get("haystack.component.name", "?")] += (time.perf_counter() - start) * 1000
 
     def current_span(self):
-        return None
+        return self.inner.current_span() if self.inner is not None else None
+
+
+def install_timing_tracer() -> None:
+    """Put one ``TimingTracer`` in front of Haystack's tracer, once per process (idempotent, thread-safe)."""
+    with _TRACER_LOCK:
+        actual = tracing.tracer.actual_tracer
+        if isinstance(actual, TimingTracer):
+            return
+        from haystack.tracing.tracer import NullTracer
+
+        inner = None if actual is None or isinstance(actual, NullTracer) else actual
+        tracing.enable_tracing(TimingTracer(inner))
+
+
+@contextlib.contextmanager
+def collect_timings():
+    """``with collect_timings() as ms:`` — per-component milliseconds of the pipeline runs inside the block."""
+    install_timing_tracer()
+    ms: dict[str, float] = defaultdict(float)
+    token = _RUN_TIMINGS.set(ms)
+    try:
+        yield ms
+    finally:
+        _RUN_TIMINGS.reset(token)
 
 
 def _by_type(pipeline, *class_names: str) -> list[str]:
@@ -84,19 +122,21 @@ class QueryRunner:
 
             raise SpanQAError("The pipeline has no HybridRetriever component: spanqa needs one to find passages.")
         self.audit_log = Path(audit_log) if audit_log else None
-        self.tracer = TimingTracer()
+        self._audit_lock = threading.Lock()
+        self._warm_lock = threading.Lock()
         self.warmed = False
         self._retrieval: QueryRunner | None = None
 
     def warm_up(self) -> dict[str, float]:
         """Load models and the index once; returns how long each component took."""
         times = {}
-        for name, comp in self.pipeline.walk():
-            if hasattr(comp, "warm_up"):
-                start = time.perf_counter()
-                comp.warm_up()
-                times[name] = round((time.perf_counter() - start) * 1000, 1)
-        self.warmed = True
+        with self._warm_lock:
+            for name, comp in self.pipeline.walk():
+                if hasattr(comp, "warm_up"):
+                    start = time.perf_counter()
+                    comp.warm_up()
+                    times[name] = round((time.perf_counter() - start) * 1000, 1)
+            self.warmed = True
         return times
 
     def models(self) -> dict[str, str]:
@@ -145,18 +185,14 @@ class QueryRunner:
         last_ranking = self.ranker or self.joiner
         if top_k and last_ranking:
             inputs.setdefault(last_ranking, {})["top_k"] = top_k
-        self.tracer.ms.clear()
-        tracing.enable_tracing(self.tracer)
-        try:
+        with collect_timings() as ms:
             out = self.pipeline.run(inputs, include_outputs_from={n for n in (self.retriever, self.joiner, self.ranker, self.expander) if n})
-        finally:
-            tracing.disable_tracing()
-        result = self._shape(query, out)
+        result = self._shape(query, out, ms)
         if self.audit_log is not None and self.readers:
             self._audit(result)
         return result
 
-    def _shape(self, query: str, out: dict[str, Any]) -> dict[str, Any]:
+    def _shape(self, query: str, out: dict[str, Any], ms: dict[str, float]) -> dict[str, Any]:
         stages: dict[str, list] = {}
         r = out.get(self.retriever, {})
         if r.get("bm25_documents") is not None and self.pipeline.get_component(self.retriever).use_bm25:
@@ -183,7 +219,7 @@ class QueryRunner:
                 top = stages.get("reranked") or stages.get("fused") or []
                 result["_top_score"] = top[0].score if top else None
         result["models"] = self.models()
-        result["timings_ms"] = {k: round(v, 1) for k, v in self.tracer.ms.items()}
+        result["timings_ms"] = {k: round(v, 1) for k, v in ms.items()}
         return result
 
     def _answer(self, out: dict[str, Any]) -> dict[str, Any]:
@@ -228,9 +264,14 @@ class QueryRunner:
             "route": result.get("route"),
             "models": result.get("models"),
         }
-        self.audit_log.parent.mkdir(parents=True, exist_ok=True)
-        with self.audit_log.open("a", encoding="utf-8") as fh:
-            fh.write(json.dumps(record, ensure_ascii=False) + "\n")
+        line = (json.dumps(record, ensure_ascii=False) + "\n").encode("utf-8")
+        with self._audit_lock:  # one whole line per answer, even from many threads
+            self.audit_log.parent.mkdir(parents=True, exist_ok=True)
+            fd = os.open(self.audit_log, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+            try:
+                os.write(fd, line)
+            finally:
+                os.close(fd)
 
 
 def public(result: dict[str, Any]) -> dict[str, Any]:

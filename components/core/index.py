@@ -4,7 +4,10 @@
 for BM25 and embeds them. It persists to ``<cache_dir>/<key>/`` where ``key`` hashes the corpus content,
 the splitter and analyzer settings and the embedding model — so an unchanged corpus is loaded, not rebuilt.
 Embeddings are also cached by the hash of the embedded text (per model), so when one file changes only its
-own chunks are embedded again. Every file is written to a temporary name and renamed into place.
+own chunks are embedded again, and an interrupted build resumes from the embeddings it had saved (the cache
+is saved after every embedding group). Every file is written to a temporary name, fsynced and renamed into
+place; the manifest (written last) holds the format version and the SHA-256 of the arrays, so a truncated,
+corrupt or foreign cache is detected (``CorruptIndexError``) and rebuilt instead of crashing every run.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ import os
 import queue
 import tempfile
 import threading
+import zipfile
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -26,7 +30,7 @@ from components.core.bm25 import InvertedIndex
 from components.core.loaders import SourceDocument
 from components.core.text import TABLE, chunk_units, split_blocks, split_units
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
 Embedder = Callable[[list[str]], np.ndarray]
 
 
@@ -112,15 +116,31 @@ def index_text(doc: SourceDocument, blocks, chunk, with_title: bool) -> str:
     return "\n".join(p for p in parts if p)
 
 
+class CorruptIndexError(Exception):
+    """A cached index that exists but cannot be used; the message says why in a few words."""
+
+
+# what reading a damaged .npz / .json can raise
+_READ_ERRORS = (OSError, EOFError, ValueError, KeyError, TypeError, IndexError, zipfile.BadZipFile)
+
+
 class EmbeddingCache:
-    """Vectors by SHA-1 of (model, prefix, text), persisted in one ``.npz`` per model."""
+    """Vectors by SHA-1 of (model, prefix, text), persisted in one ``.npz`` per model.
+
+    A cache file that cannot be read is set aside (``problem`` says why) and started afresh: it only saves
+    time, so losing it must never stop indexing."""
 
     def __init__(self, path: Path):
         self.path = path
         self.vectors: dict[str, np.ndarray] = {}
+        self.problem = ""
         if path.exists():
-            with np.load(path) as z:
-                self.vectors = dict(zip(z["keys"].tolist(), z["vectors"]))
+            try:
+                with np.load(path) as z:
+                    self.vectors = dict(zip(z["keys"].tolist(), z["vectors"]))
+            except _READ_ERRORS as exc:
+                self.problem = f"embedding cache {path} unreadable ({type(exc).__name__}); starting it afresh"
+                self.vectors = {}
         self.dirty = False
 
     @staticmethod
@@ -148,16 +168,54 @@ class EmbeddingCache:
         self.dirty = False
 
 
+def _fsync_dir(directory: Path) -> None:
+    try:
+        fd = os.open(directory, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
 def _atomic_write(path: Path, write: Callable[[Path], None]) -> None:
+    """Write through ``write(tmp)``, fsync it, rename it over ``path`` and fsync the folder: after a crash the
+    file is either the old one or the whole new one."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     os.close(fd)
     try:
         write(Path(tmp))
+        with open(tmp, "rb+") as fh:
+            os.fsync(fh.fileno())
         os.replace(tmp, path)
+        _fsync_dir(path.parent)
     finally:
         if os.path.exists(tmp):
             os.unlink(tmp)
+
+
+def remove_stale_temporaries(directory: Path) -> int:
+    """Delete the ``.*.tmp`` files a killed writer left under ``directory``; call it holding the cache lock."""
+    removed = 0
+    for tmp in Path(directory).rglob(".*.tmp") if Path(directory).exists() else []:
+        try:
+            tmp.unlink()
+            removed += 1
+        except OSError:
+            pass
+    return removed
+
+
+def file_sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
 
 
 def _atomic_save_npz(path: Path, **arrays) -> None:
@@ -209,7 +267,8 @@ def build_index(
 ) -> tuple[CorpusIndex, dict]:
     """Split, tokenise and embed ``documents``. Returns the index and stats (chunks, newly embedded).
 
-    Texts are embedded in groups of ``embed_batch`` as soon as they are split, so the two overlap.
+    Texts are embedded in groups of ``embed_batch`` as soon as they are split, so the two overlap; the
+    embedding cache is saved after each group that added vectors, so an interrupted build resumes there.
     """
     chunk_doc, chunk_start, chunk_end, kinds, texts, tokens, units_all, blocks_all = [], [], [], [], [], [], [], []
     vectors: list[np.ndarray] = []
@@ -220,6 +279,7 @@ def build_index(
         prefixed = [settings.passage_prefix + t for t in batch]
         if embedding_cache is not None:
             m, new = embedding_cache.embed(prefixed, embedder)
+            embedding_cache.save()
         else:
             m, new = np.asarray(embedder(prefixed), dtype=np.float32), len(prefixed)
         vectors.append(m)
@@ -278,6 +338,7 @@ def save_index(index: CorpusIndex, directory: Path) -> None:
     )
     manifest = {
         "format": FORMAT_VERSION,
+        "arrays_sha256": file_sha256(directory / "arrays.npz"),
         "key": index.key,
         "settings": asdict(index.settings),
         "chunk_kind": index.chunk_kind,
@@ -292,13 +353,31 @@ def save_index(index: CorpusIndex, directory: Path) -> None:
 
 
 def load_index(directory: Path) -> CorpusIndex | None:
-    """The index saved in ``directory``, or ``None`` when it is missing, partial or of another format."""
+    """The index saved in ``directory``; ``None`` when none was completed there (no manifest yet).
+
+    Raises ``CorruptIndexError`` when one exists but cannot be trusted: unreadable manifest, another format
+    version, arrays missing or not matching the manifest's checksum, or arrays that do not fit together."""
     manifest_path, arrays_path = directory / "manifest.json", directory / "arrays.npz"
-    if not (manifest_path.exists() and arrays_path.exists()):
+    if not manifest_path.exists():
         return None
-    manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
-    if manifest.get("format") != FORMAT_VERSION:
-        return None
+    try:
+        manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise CorruptIndexError(f"manifest unreadable ({type(exc).__name__})") from None
+    if not isinstance(manifest, dict) or manifest.get("format") != FORMAT_VERSION:
+        found = manifest.get("format") if isinstance(manifest, dict) else None
+        raise CorruptIndexError(f"format version {found!r}, this spanqa writes {FORMAT_VERSION}")
+    if not arrays_path.exists():
+        raise CorruptIndexError("arrays.npz missing")
+    if file_sha256(arrays_path) != manifest.get("arrays_sha256"):
+        raise CorruptIndexError("arrays.npz does not match its checksum (truncated or changed)")
+    try:
+        return _index_from(manifest, arrays_path)
+    except _READ_ERRORS as exc:
+        raise CorruptIndexError(f"arrays unreadable ({type(exc).__name__}: {exc})") from None
+
+
+def _index_from(manifest: dict, arrays_path: Path) -> CorpusIndex:
     with np.load(arrays_path) as z:
         a = {k: z[k] for k in z.files}
     settings = IndexSettings(**manifest["settings"])

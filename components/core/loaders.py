@@ -12,14 +12,26 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
+import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import yaml
 
+from components.core import safe_yaml
 from components.core.errors import SpanQAError
 
 TEXT_SUFFIXES = {".txt", ".md", ".markdown"}
+
+
+@dataclass(frozen=True)
+class LoadLimits:
+    """What a folder corpus may hold; every limit hit is reported as a skipped file with its reason."""
+
+    max_document_bytes: int = 50_000_000
+    max_front_matter_bytes: int = 65_536
+    follow_links_outside: bool = False  # symbolic links that leave the data folder are skipped unless True
 
 
 @dataclass
@@ -42,26 +54,39 @@ class LoadReport:
     skipped: list[tuple[str, str]]  # (file or record, reason)
     source: str
 
+    @property
+    def found(self) -> int:
+        """Every file or record found: ``found == len(documents) + len(skipped)``, nothing is dropped unseen."""
+        return len(self.documents) + len(self.skipped)
 
-def _front_matter(text: str) -> tuple[dict, int]:
-    """``(metadata, body_start)`` of a Markdown text with optional YAML front matter."""
+
+def _front_matter(text: str, max_bytes: int = LoadLimits.max_front_matter_bytes) -> tuple[dict, int]:
+    """``(metadata, body_start)`` of a Markdown text with optional YAML front matter (within ``max_bytes``)."""
     if not text.startswith("---"):
         return {}, 0
     first_nl = text.find("\n")
     end = text.find("\n---", first_nl)
     if first_nl == -1 or end == -1 or text[3:first_nl].strip():
         return {}, 0
-    meta = yaml.safe_load(text[first_nl + 1 : end]) or {}
+    meta = safe_yaml.load(text[first_nl + 1 : end], max_bytes=max_bytes, max_aliases=8, max_nodes=10_000) or {}
     if not isinstance(meta, dict):
         raise ValueError("front matter is not a mapping")
     close = text.find("\n", end + 4)
     return meta, len(text) if close == -1 else close + 1
 
 
-def _read_text_file(path: Path, rel: str) -> tuple[SourceDocument | None, str | None]:
-    raw = path.read_bytes()
-    if b"\x00" in raw[:8192]:
-        return None, "binary file"
+def _read_text_file(path: Path, rel: str, limits: LoadLimits = LoadLimits()) -> tuple[SourceDocument | None, str | None]:
+    try:
+        with open(path, "rb") as fh:
+            raw = fh.read(limits.max_document_bytes + 1)
+    except OSError as exc:
+        return None, f"cannot be read ({exc.strerror or type(exc).__name__})"
+    if len(raw) > limits.max_document_bytes:
+        return None, (f"larger than max_document_bytes ({limits.max_document_bytes:,} bytes); raise it in the "
+                      f"store's YAML section or split the file")
+    nul = raw.find(b"\x00")
+    if nul != -1:
+        return None, "binary file" if nul < 8192 else f"contains a NUL byte at byte {nul} (binary data inside text)"
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -70,7 +95,9 @@ def _read_text_file(path: Path, rel: str) -> tuple[SourceDocument | None, str | 
     body = 0
     if path.suffix.lower() in (".md", ".markdown"):
         try:
-            meta, body = _front_matter(text)
+            meta, body = _front_matter(text, limits.max_front_matter_bytes)
+        except safe_yaml.YamlLimitError as exc:
+            return None, f"front matter over the limit: {exc} (max_front_matter_bytes {limits.max_front_matter_bytes:,})"
         except (yaml.YAMLError, ValueError) as exc:
             return None, f"invalid YAML front matter ({str(exc).splitlines()[0]})"
     if not text[body:].strip():
@@ -81,20 +108,72 @@ def _read_text_file(path: Path, rel: str) -> tuple[SourceDocument | None, str | 
     return SourceDocument(rel, text, meta, body), None
 
 
-def load_folder(root: Path) -> LoadReport:
-    docs, skipped = [], []
-    for path in sorted(p for p in root.rglob("*") if p.is_file()):
-        rel = path.relative_to(root).as_posix()
-        if any(part.startswith(".") for part in path.relative_to(root).parts):
-            continue  # hidden files and folders (.git, editor swap files) are not content
-        if path.suffix.lower() not in TEXT_SUFFIXES:
-            skipped.append((rel, f"unsupported file type '{path.suffix or path.name}' (accepted: .txt, .md)"))
+def _display(rel: str) -> str:
+    """A relative path safe to print: bytes that are not UTF-8 are shown as ``\\xNN``."""
+    return rel.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+
+
+def walk_folder(root: Path, limits: LoadLimits = LoadLimits()):
+    """Yield ``(path, rel, None)`` for each regular file under ``root`` (sorted, hidden names skipped) and
+    ``(path, rel, reason)`` for each entry that cannot be a document: a folder or file that cannot be read, a
+    symbolic link that is broken, loops or leaves ``root`` (unless allowed), a FIFO, socket or device."""
+    root_real = root.resolve()
+    visited = {(root_real.stat().st_dev, root_real.stat().st_ino)}
+    stack = [root]
+    while stack:
+        folder = stack.pop()
+        try:
+            entries = sorted(os.scandir(folder), key=lambda e: e.name, reverse=True)
+        except OSError as exc:
+            yield folder, _display(folder.relative_to(root).as_posix()), f"folder cannot be read ({exc.strerror})"
             continue
-        doc, why = _read_text_file(path, rel)
-        if doc is None:
-            skipped.append((rel, why))
-        else:
-            docs.append(doc)
+        for entry in reversed(entries):
+            path = Path(entry.path)
+            rel = path.relative_to(root).as_posix()
+            if entry.name.startswith("."):
+                continue  # hidden files and folders (.git, editor swap files) are not content
+            shown = _display(rel)
+            if shown != rel:
+                yield path, shown, "file name is not valid UTF-8; rename the file"
+                continue
+            if entry.is_symlink():
+                try:
+                    target = path.resolve(strict=True)
+                except (OSError, RuntimeError):
+                    yield path, rel, "symbolic link that is broken or loops"
+                    continue
+                if not limits.follow_links_outside and not target.is_relative_to(root_real):
+                    yield path, rel, (f"symbolic link to '{target}', outside the data folder; set "
+                                      f"follow_links_outside: true in the store's YAML section to index it")
+                    continue
+            try:
+                st = path.stat()
+            except OSError as exc:
+                yield path, rel, f"cannot be read ({exc.strerror})"
+                continue
+            if stat.S_ISDIR(st.st_mode):
+                if (st.st_dev, st.st_ino) in visited:
+                    yield path, rel, "folder already visited (a symbolic link loop)"
+                else:
+                    visited.add((st.st_dev, st.st_ino))
+                    stack.append(path)
+            elif stat.S_ISREG(st.st_mode):
+                yield path, rel, None
+            else:
+                yield path, rel, "not a regular file (a FIFO, socket or device)"
+
+
+def load_folder(root: Path, limits: LoadLimits = LoadLimits()) -> LoadReport:
+    docs, skipped = [], []
+    for path, rel, why in walk_folder(root, limits):
+        if why is None and path.suffix.lower() not in TEXT_SUFFIXES:
+            why = f"unsupported file type '{path.suffix or path.name}' (accepted: .txt, .md)"
+        if why is None:
+            doc, why = _read_text_file(path, rel, limits)
+            if doc is not None:
+                docs.append(doc)
+                continue
+        skipped.append((rel, why))
     return LoadReport(docs, skipped, str(root))
 
 
@@ -140,7 +219,7 @@ def load_squad(path: Path) -> LoadReport:
     return LoadReport(docs, skipped, str(path))
 
 
-def load_corpus(location: str | Path, component: str = "document_store") -> LoadReport:
+def load_corpus(location: str | Path, component: str = "document_store", limits: LoadLimits = LoadLimits()) -> LoadReport:
     """Load whatever ``location`` holds; raise a one-paragraph ``SpanQAError`` when it cannot be used."""
     path = Path(location).expanduser()
     if not path.exists():
@@ -155,7 +234,7 @@ def load_corpus(location: str | Path, component: str = "document_store") -> Load
         elif path.is_dir() and (path / "corpus.jsonl").is_file():
             report = load_beir(path / "corpus.jsonl")
         elif path.is_dir():
-            report = load_folder(path)
+            report = load_folder(path, limits)
         else:
             raise SpanQAError(
                 f"Data location '{location}' (component '{component}') is a file spanqa cannot read as a corpus: "

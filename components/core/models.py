@@ -17,9 +17,11 @@ the same embedder share one copy in memory.
 
 from __future__ import annotations
 
+import functools
 import importlib
 import importlib.metadata
 import os
+import threading
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -144,6 +146,21 @@ def resolve_or_fallback(
         return resolve_model(fallback_model, component=f"{component} fallback"), fallback
 
 
+def _locked_cache(fn):
+    """``lru_cache`` whose first call per key runs once even when many threads ask at the same moment (a
+    model is loaded once per process, never twice in parallel)."""
+    cached = lru_cache(maxsize=8)(fn)
+    lock = threading.RLock()
+
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        with lock:
+            return cached(*args, **kwargs)
+
+    wrapper.cache_clear = cached.cache_clear
+    return wrapper
+
+
 def torch_device(device: str | None = None) -> str:
     """``device`` as given, else CUDA when present, else CPU."""
     if device:
@@ -153,7 +170,7 @@ def torch_device(device: str | None = None) -> str:
     return "cuda" if torch.cuda.is_available() else "cpu"
 
 
-@lru_cache(maxsize=8)
+@_locked_cache
 def load_sentence_transformer(path: str, device: str = "cpu"):
     """A ``SentenceTransformer`` from a resolved local path, shared by every component that asks."""
     from sentence_transformers import SentenceTransformer
@@ -161,7 +178,7 @@ def load_sentence_transformer(path: str, device: str = "cpu"):
     return SentenceTransformer(path, device=device, local_files_only=True)
 
 
-@lru_cache(maxsize=8)
+@_locked_cache
 def load_cross_encoder(path: str, device: str = "cpu", max_length: int | None = None):
     """A sentence-transformers ``CrossEncoder`` from a resolved local path."""
     from sentence_transformers import CrossEncoder
@@ -169,7 +186,7 @@ def load_cross_encoder(path: str, device: str = "cpu", max_length: int | None = 
     return CrossEncoder(path, device=device, max_length=max_length, local_files_only=True)
 
 
-@lru_cache(maxsize=8)
+@_locked_cache
 def load_hf_model(path: str, auto_class: str, device: str = "cpu", gguf_file: str | None = None):
     """``(tokenizer, model)`` for a transformers ``Auto*`` class name, in eval mode on ``device``.
 

@@ -17,8 +17,8 @@ expander and the readers all call these functions; nothing else in the project s
 from __future__ import annotations
 
 import re
+import threading
 from dataclasses import dataclass
-from functools import lru_cache
 
 PROSE, TABLE, CODE = "prose", "table", "code"
 
@@ -104,11 +104,38 @@ def split_blocks(text: str, start: int = 0, end: int | None = None) -> list[Span
     return blocks
 
 
-@lru_cache(maxsize=1)
-def _segmenter():
-    import pysbd
+_LOCAL = threading.local()
+# pysbd's cost grows faster than linearly with the length of what it is given (a 200 KB block without blank
+# lines took minutes), so longer prose is cut into pieces of at most this many characters first, at a line
+# break or at white space after a full stop when there is one: splitting stays linear in the input size.
+SEGMENT_CHARS = 10_000
+_SOFT_CUT = re.compile(r"[.!?][\"')\]]*\s+|\n")
 
-    return pysbd.Segmenter(language="en", clean=False, char_span=True)
+
+def _segmenter():
+    """One pysbd Segmenter per thread: a Segmenter keeps per-call state, so a shared one mixes up offsets."""
+    seg = getattr(_LOCAL, "segmenter", None)
+    if seg is None:
+        import pysbd
+
+        seg = _LOCAL.segmenter = pysbd.Segmenter(language="en", clean=False, char_span=True)
+    return seg
+
+
+def _pieces(text: str, start: int, end: int, limit: int = SEGMENT_CHARS):
+    """``(start, end)`` pieces of ``text[start:end]`` of at most ``limit`` characters (a longer run without any
+    line break, full stop or space is cut hard), each cut made after the last boundary inside the limit."""
+    while end - start > limit:
+        cut = None
+        for m in _SOFT_CUT.finditer(text, start + limit // 2, start + limit):
+            cut = m.end()
+        if cut is None:
+            space = text.rfind(" ", start + 1, start + limit)
+            cut = space + 1 if space > start else start + limit
+        yield start, cut
+        start = cut
+    if end > start:
+        yield start, end
 
 
 def sentence_spans(text: str, start: int = 0, end: int | None = None) -> list[Span]:
@@ -118,6 +145,16 @@ def sentence_spans(text: str, start: int = 0, end: int | None = None) -> list[Sp
     previous end, so that a rare mismatch in pysbd's own offsets can never shift a span.
     """
     end = len(text) if end is None else end
+    spans: list[Span] = []
+    for p_start, p_end in _pieces(text, start, end):
+        spans.extend(_sentences_of_piece(text, p_start, p_end))
+    if spans:  # never lose characters between sentences: the last one runs to the end of the piece
+        s, e = _strip(text, spans[-1].start, end)
+        spans[-1] = Span(spans[-1].start, e, PROSE)
+    return spans
+
+
+def _sentences_of_piece(text: str, start: int, end: int) -> list[Span]:
     piece = text[start:end]
     spans: list[Span] = []
     pos = 0
@@ -134,9 +171,6 @@ def sentence_spans(text: str, start: int = 0, end: int | None = None) -> list[Sp
         if e > s:
             spans.append(Span(start + s, start + e, PROSE))
             pos = e
-    if spans:  # never lose characters between sentences: the last one runs to the end of the piece
-        s, e = _strip(text, spans[-1].start, end)
-        spans[-1] = Span(spans[-1].start, e, PROSE)
     return spans
 
 

@@ -9,6 +9,8 @@ from haystack import Document, component, default_from_dict, default_to_dict
 
 from components.core.bm25 import BM25Okapi, top_k as top_k_indices
 from components.core.errors import SpanQAError
+from components.core.filters import check_filters
+from components.core.params import check_number, check_positive_int
 from components.stores.span_store import SpanStore
 
 
@@ -47,6 +49,11 @@ class HybridRetriever:
             raise SpanQAError("HybridRetriever: document_store must be a components.stores.span_store.SpanStore.")
         if not (use_bm25 or use_dense):
             raise SpanQAError("HybridRetriever: at least one of use_bm25 / use_dense must be true.")
+        check_positive_int("HybridRetriever", "top_k", top_k)
+        check_number("HybridRetriever", "bm25_k1", bm25_k1, low=0)
+        check_number("HybridRetriever", "bm25_b", bm25_b, low=0, high=1)
+        check_number("HybridRetriever", "bm25_epsilon", bm25_epsilon, low=0)
+        check_filters(filters, "HybridRetriever.filters")
         self.document_store, self.top_k, self.filters = document_store, top_k, filters
         self.bm25_k1, self.bm25_b, self.bm25_epsilon = bm25_k1, bm25_b, bm25_epsilon
         self.use_bm25, self.use_dense = use_bm25, use_dense
@@ -87,7 +94,8 @@ class HybridRetriever:
         """Both ranked lists for ``query`` (each up to ``top_k`` chunks that match ``filters``)."""
         if self._bm25 is None:
             self.warm_up()
-        k = top_k or self.top_k
+        check_positive_int("HybridRetriever", "top_k", top_k, optional=True)
+        k = self.top_k if top_k is None else top_k
         mask = self.document_store.filter_mask(filters if filters is not None else self.filters)
         out: dict[str, list[Document]] = {"bm25_documents": [], "dense_documents": []}
         if self.use_bm25:

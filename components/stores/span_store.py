@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import logging
+import sys
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -16,14 +18,16 @@ from components.core.analysis import Analyzer
 from components.core.errors import SpanQAError
 from components.core.index import (
     CorpusIndex,
+    CorruptIndexError,
     EmbeddingCache,
     IndexSettings,
     build_index,
     corpus_key,
     load_index,
+    remove_stale_temporaries,
     save_index,
 )
-from components.core.loaders import LoadReport, SourceDocument, load_corpus
+from components.core.loaders import LoadLimits, LoadReport, SourceDocument, load_corpus
 from components.core.models import load_sentence_transformer, resolve_model, torch_device
 
 logger = logging.getLogger(__name__)
@@ -31,6 +35,13 @@ logger = logging.getLogger(__name__)
 # One loaded index per (data, cache, settings) in a process: the retriever and the window expander each
 # hold a SpanStore from YAML, and both must see the same index without loading it twice.
 _OPEN: dict[tuple, tuple[CorpusIndex, LoadReport, dict]] = {}
+_OPEN_LOCK = threading.RLock()  # one thread opens (or builds) an index at a time; the others reuse it
+LOCK_TIMEOUT_S = 3600  # how long a process waits for another one that is building the same cache
+
+
+def _say(message: str) -> None:
+    """One line on stderr: what the store did to heal or wait (never silent, never a traceback)."""
+    print(f"spanqa: {message}", file=sys.stderr, flush=True)
 
 
 class SpanStore:
@@ -65,9 +76,18 @@ class SpanStore:
         batch_size: int = 64,
         device: str | None = None,
         progress: bool = True,
+        max_document_bytes: int = LoadLimits.max_document_bytes,
+        max_front_matter_bytes: int = LoadLimits.max_front_matter_bytes,
+        follow_links_outside: bool = False,
     ):
-        if not 0 <= chunk_overlap < 0.5:
-            raise SpanQAError(f"SpanStore: chunk_overlap must be between 0 and 0.5 (got {chunk_overlap}).")
+        from components.core.params import check_fraction, check_positive_int
+
+        check_fraction("SpanStore", "chunk_overlap", chunk_overlap, high=0.5, high_open=True)
+        for name, value in (("max_chunk_chars", max_chunk_chars), ("batch_size", batch_size),
+                            ("max_document_bytes", max_document_bytes),
+                            ("max_front_matter_bytes", max_front_matter_bytes)):
+            check_positive_int("SpanStore", name, value)
+        self.limits = LoadLimits(max_document_bytes, max_front_matter_bytes, bool(follow_links_outside))
         self.data_dir, self.cache_dir = data_dir, cache_dir
         self.embedding_model, self.query_prefix, self.passage_prefix = embedding_model, query_prefix, passage_prefix
         self.max_chunk_chars, self.chunk_overlap = max_chunk_chars, chunk_overlap
@@ -96,7 +116,9 @@ class SpanStore:
             query_prefix=self.query_prefix, passage_prefix=self.passage_prefix,
             max_chunk_chars=self.max_chunk_chars, chunk_overlap=self.chunk_overlap, language=self.language,
             stopwords=self.stopwords, embed_title=self.embed_title, batch_size=self.batch_size,
-            device=self.device, progress=self.progress,
+            device=self.device, progress=self.progress, max_document_bytes=self.limits.max_document_bytes,
+            max_front_matter_bytes=self.limits.max_front_matter_bytes,
+            follow_links_outside=self.limits.follow_links_outside,
         )
 
     @classmethod
@@ -108,7 +130,7 @@ class SpanStore:
     def embedder(self):
         resolved = resolve_model(self.embedding_model, component="document_store")
         self.served_by = resolved.describe()
-        return load_sentence_transformer(resolved.path, torch_device(self.device))
+        return load_sentence_transformer(resolved.path, torch_device(self.device))  # memoised (and locked) there
 
     def _embed_passages(self, texts: list[str]) -> np.ndarray:
         return self.embedder.encode(
@@ -122,10 +144,20 @@ class SpanStore:
 
     # -- the index -----------------------------------------------------------------------------------------
     def open(self, refresh: bool = False) -> CorpusIndex:
-        """Load the index for the current corpus, building (and caching) it when missing or stale."""
+        """Load the index for the current corpus, building (and caching) it when missing or stale.
+
+        Safe from many threads (one opens, the others reuse its index) and from many processes: a file lock in
+        ``cache_dir`` lets one process build while the others wait and then load what it saved. A cached index
+        that is corrupt, truncated or of another format version is reported in one line and rebuilt."""
         if self._index is not None and not refresh:
             return self._index
-        report = load_corpus(self.data_dir)
+        with _OPEN_LOCK:
+            if self._index is not None and not refresh:
+                return self._index
+            return self._open(refresh)
+
+    def _open(self, refresh: bool) -> CorpusIndex:
+        report = load_corpus(self.data_dir, limits=self.limits)
         report.documents.extend(self._extra)
         ids = [d.doc_id for d in report.documents]
         if len(set(ids)) != len(ids):
@@ -138,27 +170,74 @@ class SpanStore:
             return self._index
         start = time.perf_counter()
         directory = Path(self.cache_dir) / key
-        index = load_index(directory)
-        stats = {"built": False}
+        stats: dict = {"built": False, "healed": []}
+        index = self._load_cached(directory, stats)
         if index is None:
-            cache = EmbeddingCache(Path(self.cache_dir) / f"embeddings-{self.settings.key()}.npz")
-            progress = _tqdm() if self.progress else None
-            index, stats = build_index(report.documents, self.settings, self._embed_passages, cache, progress)
-            index.key = key
-            save_index(index, directory)
-            cache.save()
-            stats["built"] = True
-        stats.update(seconds=round(time.perf_counter() - start, 3), skipped=report.skipped, key=key,
+            index = self._build_locked(report, key, directory, stats)
+        stats.update(seconds=round(time.perf_counter() - start, 3), skipped=report.skipped, found=report.found, key=key,
                      documents=len(index.documents), chunks=index.n_chunks)
         self._index, self.load_report, self.stats = index, report, stats
         self._filter_docs = None
         _OPEN[reg_key] = (index, report, stats)
         return index
 
+    @staticmethod
+    def _load_cached(directory: Path, stats: dict) -> CorpusIndex | None:
+        try:
+            return load_index(directory)
+        except CorruptIndexError as exc:
+            note = f"index cache {directory} is unusable ({exc}); rebuilding it"
+            _say(note)
+            stats["healed"].append(note)
+            return None
+
+    def _build_locked(self, report: LoadReport, key: str, directory: Path, stats: dict) -> CorpusIndex:
+        from filelock import FileLock, Timeout
+
+        cache_dir = Path(self.cache_dir)
+        try:
+            cache_dir.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise SpanQAError(f"SpanStore: cache_dir '{self.cache_dir}' cannot be created ({exc.strerror}); "
+                              f"point cache_dir (or --cache-dir) at a writable folder.") from None
+        lock = FileLock(str(cache_dir / ".build.lock"))
+        try:
+            lock.acquire(timeout=0)
+        except Timeout:
+            _say(f"another process is building the index in {cache_dir}; waiting for it")
+            try:
+                lock.acquire(timeout=LOCK_TIMEOUT_S)
+            except Timeout:
+                raise SpanQAError(f"SpanStore: waited {LOCK_TIMEOUT_S} s for the lock {cache_dir / '.build.lock'}; "
+                                  f"if no spanqa process is running, delete that file.") from None
+        try:
+            index = self._load_cached(directory, stats)  # built by the process we waited for?
+            if index is not None:
+                return index
+            removed = remove_stale_temporaries(cache_dir)
+            if removed:
+                stats["healed"].append(f"removed {removed} temporary file(s) left by an interrupted run")
+            cache = EmbeddingCache(cache_dir / f"embeddings-{self.settings.key()}.npz")
+            if cache.problem:
+                _say(cache.problem)
+                stats["healed"].append(cache.problem)
+            progress = _tqdm() if self.progress else None
+            index, built = build_index(report.documents, self.settings, self._embed_passages, cache, progress)
+            index.key = key
+            save_index(index, directory)
+            cache.save()
+            stats.update(built, built=True)
+            return index
+        finally:
+            lock.release()
+
     def filter_mask(self, filters: dict[str, Any] | None) -> np.ndarray | None:
         """Boolean mask over chunks whose document matches Haystack ``filters`` (``None`` = no filter)."""
         if not filters:
             return None
+        from components.core.filters import check_filters
+
+        check_filters(filters)
         index = self.open()
         if self._filter_docs is None:
             self._filter_docs = [Document(id=d.doc_id, content="", meta={**d.meta, "doc_id": d.doc_id}) for d in index.documents]

@@ -55,7 +55,7 @@ def test_non_utf8_binary_and_empty_files_are_skipped_and_listed(tmp_path):
                              "-q", "ERR-4012", "--json")
     assert code == 0, err
     flat = " ".join(err.split())
-    assert "skipped 4 file(s)" in flat
+    assert "skipped 4 of 5 file(s)" in flat
     for name, why in [("latin1.txt", "not UTF-8"), ("blob.md", "binary"), ("empty.md", "empty"), ("image.png", "unsupported")]:
         assert name in flat and why in flat
     result = json.loads(out.splitlines()[0])

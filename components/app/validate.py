@@ -1,0 +1,217 @@
+"""Check a pipeline YAML tree before anything is imported or built: shape, allowed types, parameter types.
+
+Every problem is one paragraph (``SpanQAError``): the file, the component, the parameter, what was found,
+what was expected and how to fix it. Order matters for safety: a ``type:`` is checked against the allowed
+module prefixes *before* its module is imported, so a YAML cannot run an arbitrary module's import-time code.
+
+Usage::
+
+    from components.app.validate import validate_spec
+
+    validate_spec("pipelines/extractive.yaml", spec)     # returns the imported classes by component name
+"""
+
+from __future__ import annotations
+
+import collections.abc
+import importlib
+import inspect
+import types
+import typing
+from pathlib import Path
+from typing import Any
+
+from components.core.errors import SpanQAError
+
+# a component's type must live in one of these packages (checked before importing anything)
+ALLOWED_TYPE_PREFIXES = ("components.", "haystack.")
+TOP_LEVEL_KEYS = {"components", "connections", "metadata", "max_runs_per_component", "connection_type_validation",
+                  "inputs", "outputs"}
+_NO_VALUE = object()
+
+
+def _where(path: str | Path, name: str | None = None, cls: str | None = None) -> str:
+    where = f"Pipeline file '{path}'"
+    if name:
+        where += f", component '{name}'" + (f" ({cls})" if cls else "")
+    return where
+
+
+def _type_name(hint: Any) -> str:
+    if hint is type(None):
+        return "null"
+    origin = typing.get_origin(hint)
+    if origin in (typing.Union, types.UnionType):
+        return " or ".join(_type_name(a) for a in typing.get_args(hint))
+    if origin is typing.Literal:
+        return "one of " + ", ".join(repr(a) for a in typing.get_args(hint))
+    if origin in (list, tuple, set):
+        args = typing.get_args(hint)
+        return f"a list of {_type_name(args[0])}" if args else "a list"
+    if origin is dict:
+        return "a mapping"
+    return {int: "a whole number", float: "a number", str: "a string", bool: "true or false"}.get(
+        hint, getattr(hint, "__name__", str(hint)))
+
+
+def matches(value: Any, hint: Any) -> bool:
+    """Whether a YAML value fits a type annotation (serialised objects, i.e. mappings, fit class types)."""
+    if hint is Any or hint is inspect.Parameter.empty:
+        return True
+    if hint is type(None) or hint is None:
+        return value is None
+    origin = typing.get_origin(hint)
+    if origin in (typing.Union, types.UnionType):
+        return any(matches(value, a) for a in typing.get_args(hint))
+    if origin is typing.Literal:
+        return value in typing.get_args(hint)
+    if origin in (list, tuple, set, collections.abc.Sequence):
+        args = typing.get_args(hint)
+        return isinstance(value, list) and (not args or args[0] is Ellipsis or all(matches(v, args[0]) for v in value))
+    if origin is dict:
+        args = typing.get_args(hint)
+        return isinstance(value, dict) and (len(args) < 2 or all(matches(v, args[1]) for v in value.values()))
+    if hint is bool:
+        return isinstance(value, bool)
+    if hint is int:
+        return isinstance(value, int) and not isinstance(value, bool)
+    if hint is float:
+        return isinstance(value, (int, float)) and not isinstance(value, bool)
+    if hint is str:
+        return isinstance(value, str)
+    if hint in (list, dict):
+        return isinstance(value, hint)
+    if isinstance(hint, type):  # a component, a store, a Secret, an enum: serialised as a mapping or a name
+        return isinstance(value, (dict, str)) or isinstance(value, hint)
+    return True  # a hint we do not model: Haystack's own deserialisation decides
+
+
+def _import_type(path: str | Path, name: str, type_name: Any):
+    if not isinstance(type_name, str) or not type_name.strip():
+        raise SpanQAError(f"{_where(path, name)} needs 'type' to be a class path such as "
+                          f"components.retrievers.hybrid_retriever.HybridRetriever (got {type_name!r}).")
+    if not type_name.startswith(ALLOWED_TYPE_PREFIXES) or ".." in type_name:
+        raise SpanQAError(
+            f"{_where(path, name)} has type '{type_name}', which is outside the allowed packages "
+            f"({', '.join(p.rstrip('.') for p in ALLOWED_TYPE_PREFIXES)}). Nothing was imported. Use a class from "
+            f"the 'components' package or from Haystack; a pipeline YAML can name only those.")
+    module_name, _, cls_name = type_name.rpartition(".")
+    try:
+        cls = getattr(importlib.import_module(module_name), cls_name)
+    except (ImportError, AttributeError, ValueError, TypeError):
+        raise SpanQAError(
+            f"{_where(path, name)} has unknown type '{type_name}'. Use a class from the 'components' package "
+            f"(e.g. components.retrievers.hybrid_retriever.HybridRetriever) or from Haystack, and check the spelling."
+        ) from None
+    if not inspect.isclass(cls):
+        raise SpanQAError(f"{_where(path, name)}: '{type_name}' is not a class; name a component class.")
+    return cls
+
+
+def _hints(cls) -> dict[str, Any]:
+    try:
+        return typing.get_type_hints(cls.__init__)
+    except Exception:  # noqa: BLE001 - unresolvable annotations: check names only
+        return {}
+
+
+def check_component(path: str | Path, name: str, data: Any):
+    """Check one component (or nested object) mapping; returns its class."""
+    if not isinstance(data, dict) or "type" not in data:
+        raise SpanQAError(f"{_where(path, name)} must be a mapping with 'type' and 'init_parameters' "
+                          f"(got {type(data).__name__}); see pipelines/retrieval.yaml for the format.")
+    unknown_keys = set(data) - {"type", "init_parameters"}
+    if unknown_keys:
+        raise SpanQAError(f"{_where(path, name)} has unknown key(s) {sorted(map(str, unknown_keys))}; "
+                          f"a component has only 'type' and 'init_parameters'.")
+    cls = _import_type(path, name, data["type"])
+    params = data.get("init_parameters", {})
+    if params is None:
+        params = {}
+    if not isinstance(params, dict):
+        raise SpanQAError(f"{_where(path, name, cls.__name__)}: 'init_parameters' must be a mapping of parameter "
+                          f"names to values (got {type(params).__name__} {params!r:.60}).")
+    sig = inspect.signature(cls.__init__)
+    accepts_any = any(p.kind is p.VAR_KEYWORD for p in sig.parameters.values())
+    known = [p for p in sig.parameters if p not in ("self", "args", "kwargs")]
+    unknown = sorted(str(k) for k in set(params) - set(known))
+    if unknown and not accepts_any:
+        raise SpanQAError(f"{_where(path, name, cls.__name__)} has unknown parameter(s) {unknown}. "
+                          f"Valid parameters: {', '.join(known)}.")
+    hints = _hints(cls)
+    for key, value in params.items():
+        if isinstance(value, dict) and "type" in value:  # a nested object, e.g. a document_store
+            check_component(path, f"{name}.{key}", value)
+            continue
+        hint = hints.get(key)
+        if hint is not None and not matches(value, hint):
+            default = sig.parameters[key].default if key in sig.parameters else _NO_VALUE
+            example = "" if default in (_NO_VALUE, inspect.Parameter.empty) else f" (its default is {default!r})"
+            raise SpanQAError(
+                f"{_where(path, name, cls.__name__)}: parameter '{key}' is {value!r:.80} "
+                f"({type(value).__name__}), but it must be {_type_name(hint)}{example}. Fix that value in the YAML.")
+    return cls
+
+
+def _check_connections(path: str | Path, connections: Any, names: set[str]) -> None:
+    if connections is None:
+        return
+    if not isinstance(connections, list):
+        raise SpanQAError(f"{_where(path)}: 'connections' must be a list of {{sender, receiver}} mappings.")
+    for i, c in enumerate(connections):
+        if not isinstance(c, dict) or not isinstance(c.get("sender"), str) or not isinstance(c.get("receiver"), str):
+            raise SpanQAError(f"{_where(path)}: connection #{i + 1} must be a mapping with string 'sender' and "
+                              f"'receiver' (e.g. sender: retriever.bm25_documents, receiver: joiner.bm25); got {c!r:.80}.")
+        for end in ("sender", "receiver"):
+            comp = c[end].split(".", 1)[0]
+            if comp not in names:
+                raise SpanQAError(f"{_where(path)}: connection #{i + 1} {end} '{c[end]}' names no component; "
+                                  f"components are: {', '.join(sorted(names))}.")
+
+
+def validate_spec(path: str | Path, spec: Any) -> dict[str, type]:
+    """Raise ``SpanQAError`` unless ``spec`` (the parsed YAML) is a well-formed, allowed pipeline."""
+    if not isinstance(spec, dict) or not isinstance(spec.get("components"), dict) or not spec["components"]:
+        raise SpanQAError(f"{_where(path)} has no 'components' mapping; see pipelines/retrieval.yaml for the format.")
+    unknown = sorted(str(k) for k in set(spec) - TOP_LEVEL_KEYS)
+    if unknown:
+        raise SpanQAError(f"{_where(path)} has unknown top-level key(s) {unknown}; allowed: {', '.join(sorted(TOP_LEVEL_KEYS))}.")
+    mrpc = spec.get("max_runs_per_component", 100)
+    if not isinstance(mrpc, int) or isinstance(mrpc, bool) or mrpc < 1:
+        raise SpanQAError(f"{_where(path)}: max_runs_per_component is {mrpc!r}, but it must be a whole number ≥ 1.")
+    metadata = spec.get("metadata") or {}
+    if not isinstance(metadata, dict) or not isinstance(metadata.get("spanqa") or {}, dict):
+        raise SpanQAError(f"{_where(path)}: 'metadata' (and metadata.spanqa) must be mappings.")
+    classes = {}
+    for name, comp in spec["components"].items():
+        if not isinstance(name, str) or not name or "." in name:
+            raise SpanQAError(f"{_where(path)}: component name {name!r} must be a non-empty string without dots.")
+        classes[name] = check_component(path, name, comp)
+    _check_connections(path, spec.get("connections"), set(spec["components"]))
+    return classes
+
+
+def resolve_models(pipeline) -> dict[str, str]:
+    """Resolve (never load) every model a built pipeline names: ``{component: what would serve it}``.
+
+    A model that cannot be found is an error unless the component names an offline fallback, which is then
+    reported as ``fallback:<name>``, exactly as a run would announce it."""
+    from components.core.models import ModelUnavailableError, resolve_model
+
+    served: dict[str, str] = {}
+    for name, comp in pipeline.walk():
+        store = getattr(comp, "document_store", None)
+        if getattr(store, "embedding_model", None):
+            served[f"{name}.document_store"] = resolve_model(store.embedding_model, component=f"{name}.document_store").describe()
+        backend = getattr(comp, "backend", None)
+        model = getattr(comp, "model", None)
+        if not isinstance(model, str) or backend in ("lexical", "openai", "llm"):
+            continue
+        try:
+            served[name] = resolve_model(model, getattr(comp, "local_path", None), name).describe()
+        except ModelUnavailableError:
+            fallback = getattr(comp, "fallback", None)
+            if not fallback:
+                raise
+            served[name] = f"fallback:{fallback} (model {model} not found)"
+    return served
