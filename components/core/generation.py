@@ -45,7 +45,8 @@ logger = logging.getLogger(__name__)
 DEFAULT_LOCAL_MODEL = "HuggingFaceTB/SmolLM2-135M-Instruct"
 DEFAULT_OPENAI_URL = "https://api.openai.com/v1"
 BACKENDS = ("local", "openai")
-_COMMON_PARAMS = {"model", "local_path", "device", "base_url", "api_key_env", "api_key", "timeout", "component"}
+_COMMON_PARAMS = {"model", "local_path", "device", "base_url", "api_key_env", "api_key", "timeout", "component",
+                  "allow_insecure_http"}
 
 Message = dict  # {"role": "system" | "user" | "assistant", "content": str}
 
@@ -181,8 +182,10 @@ class OpenAIGenerator:
         api_key: Secret | None = None,
         timeout: float = 60.0,
         component: str | None = None,
+        allow_insecure_http: bool = False,
     ):
         self.model = model
+        self.allow_insecure_http = bool(allow_insecure_http)
         self.base_url = (base_url or DEFAULT_OPENAI_URL).rstrip("/")
         self.api_key = api_key if api_key is not None else Secret.from_env_var(api_key_env, strict=False)
         self.timeout = timeout
@@ -194,8 +197,34 @@ class OpenAIGenerator:
     def url(self) -> str:
         return f"{self.base_url}/chat/completions"
 
+    def check_destination(self) -> str:
+        """The host that will receive the passages (and the key); refuses a scheme other than http(s), and plain
+        http to a host off this machine unless ``allow_insecure_http`` — a key must never cross a network in clear."""
+        from urllib.parse import urlparse
+
+        where = f" of component '{self.component}'" if self.component else ""
+        parsed = urlparse(self.base_url)
+        host = parsed.hostname or ""
+        if parsed.scheme not in ("http", "https") or not host:
+            raise SpanQAError(f"The openai backend{where}: base_url '{self.base_url}' must be an http(s) URL with a "
+                              f"host, e.g. https://api.openai.com/v1.")
+        if parsed.scheme == "http" and not _is_local(self.base_url) and not self.allow_insecure_http:
+            raise SpanQAError(
+                f"The openai backend{where} would send the API key and the passages in clear text to "
+                f"{host} (base_url '{self.base_url}' is plain http to another machine). Use https, or set "
+                f"allow_insecure_http: true in the YAML if that network is yours.")
+        return host
+
     def warm_up(self) -> None:
+        host = self.check_destination()
         key = self.api_key.resolve_value()
+        if key or not _is_local(self.base_url):
+            import sys
+
+            names = ", ".join(self.api_key.to_dict().get("env_vars") or []) or "the configured secret"
+            sent = f"the key from {names} and " if key else ""
+            print(f"spanqa: the openai backend{' of ' + self.component if self.component else ''} sends {sent}the "
+                  f"retrieved passages to {host}", file=sys.stderr, flush=True)
         if not key and not _is_local(self.base_url):
             names = ", ".join(self.api_key.to_dict().get("env_vars") or []) or "the configured secret"
             where = f" of component '{self.component}'" if self.component else ""
@@ -273,9 +302,17 @@ class CallableGenerator:
 
 
 def _is_local(url: str) -> bool:
+    """Whether ``url`` points at this machine (loopback: localhost, 127.0.0.0/8, ::1)."""
+    import ipaddress
     from urllib.parse import urlparse
 
-    return (urlparse(url).hostname or "") in ("localhost", "127.0.0.1", "::1")
+    host = urlparse(url).hostname or ""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
 
 
 def make_generator(backend: str, **params) -> TextGenerator:
@@ -298,7 +335,7 @@ def make_generator(backend: str, **params) -> TextGenerator:
             raise SpanQAError(
                 f"The openai backend{_named(given)} needs a model name (e.g. model: gpt-4o-mini) in the YAML."
             )
-        keys = ("model", "base_url", "api_key_env", "api_key", "timeout", "component")
+        keys = ("model", "base_url", "api_key_env", "api_key", "timeout", "component", "allow_insecure_http")
         return OpenAIGenerator(**{k: given[k] for k in keys if k in given})
     raise SpanQAError(
         f"Unknown generation backend '{backend}'{_named(given)}: use one of {', '.join(BACKENDS)}."

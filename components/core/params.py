@@ -17,7 +17,7 @@ from components.core.errors import SpanQAError
 
 
 def _fail(component: str, name: str, value: Any, expected: str) -> None:
-    raise SpanQAError(f"Component {component}: parameter '{name}' is {value!r}, but it must be {expected}. "
+    raise SpanQAError(f"{component}: parameter '{name}' is {value!r}, but it must be {expected}. "
                       f"Fix it in the pipeline YAML (or on the command line).")
 
 

@@ -61,6 +61,7 @@ from components.core.analysis import (
     mentions_unit,
     opens_with_reference,
 )
+from components.core.injection import is_directive
 from components.core.text import CODE, TABLE, Span, key_definitions, named_keys, split_blocks, split_units
 from components.core.verification import key_terms as key_terms_named
 
@@ -81,6 +82,7 @@ class Unit:
     block: int
     context: str = ""
     answerable: bool = True
+    directive: bool = False  # addresses the reader ("ignore previous instructions…"): never answer nor lead-in
 
     def scored_text(self, text: str) -> str:
         body = self.span.slice(text)
@@ -92,7 +94,8 @@ def embedded_text(text: str, units: Sequence[Unit], i: int) -> str:
     block) when it opens with a pronoun or connective ("It then exits with status 3." means nothing alone)."""
     unit = units[i]
     body = unit.scored_text(text)
-    if i > 0 and not unit.context and units[i - 1].block == unit.block and opens_with_reference(body):
+    if (i > 0 and not unit.context and units[i - 1].block == unit.block and not units[i - 1].directive
+            and opens_with_reference(body)):
         return f"{units[i - 1].span.slice(text)} {body}"
     return body
 
@@ -124,12 +127,13 @@ def window_units(text: str) -> list[Unit]:
         header = parts[0].slice(text) if block.kind == TABLE and parts else ""
         for i, u in enumerate(parts):
             body = u.slice(text)
+            directive = is_directive(body)
             if block.kind == TABLE:
-                units.append(Unit(u, b, header if i > 0 else "", answerable=i > 0))
+                units.append(Unit(u, b, header if i > 0 else "", answerable=i > 0 and not directive, directive=directive))
             elif block.kind == CODE:
-                units.append(Unit(u, b, answerable=not _BARE_FENCE.fullmatch(body)))
+                units.append(Unit(u, b, answerable=not _BARE_FENCE.fullmatch(body) and not directive, directive=directive))
             else:
-                units.append(Unit(u, b, answerable=not _is_heading(body)))
+                units.append(Unit(u, b, answerable=not _is_heading(body) and not directive, directive=directive))
     return units
 
 
@@ -187,13 +191,14 @@ def answer_units(text: str, units: Sequence[Unit], best: int, entities: Sequence
     One unit of lead-in from the same block; then, if an entity of the question is still not mentioned,
     one more neighbouring unit (preceding first, in any block) that mentions a missing entity.
     """
-    first = best - 1 if best > 0 and units[best - 1].block == units[best].block else best
+    first = best - 1 if best > 0 and units[best - 1].block == units[best].block and not units[best - 1].directive else best
     last = best
     covered = text[units[first].span.start : units[last].span.end]
     missing = [e for e in entities if not mentions(covered, e, analyzer)]
     if missing:
         for extra in (first - 1, last + 1):
-            if 0 <= extra < len(units) and any(mentions(units[extra].span.slice(text), e, analyzer) for e in missing):
+            if 0 <= extra < len(units) and not units[extra].directive and any(
+                    mentions(units[extra].span.slice(text), e, analyzer) for e in missing):
                 first, last = min(first, extra), max(last, extra)
                 break
     return first, last

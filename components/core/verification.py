@@ -77,6 +77,7 @@ from components.core.analysis import (
     mentions_unit,
     opposite_terms,
 )
+from components.core.injection import is_directive
 from components.core.text import CODE, PROSE, Span, key_definitions, named_keys, split_blocks, split_units
 
 SUPPORTED, PARTIAL, UNSUPPORTED, NOT_FOUND = "SUPPORTED", "PARTIAL", "UNSUPPORTED", "NOT_FOUND"
@@ -313,7 +314,8 @@ def lead_in(visible: Visible, first: int, n: int) -> tuple[Span, ...]:
             if owner == block - 1 and owner in visible.headings:
                 lead.insert(0, visible.units[i])
             break
-        lead.insert(0, visible.units[i])
+        if not is_directive(visible.slice(visible.units[i].start, visible.units[i].end)):  # data, never lead-in
+            lead.insert(0, visible.units[i])
         i -= 1
     return tuple(lead)
 

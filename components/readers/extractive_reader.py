@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from functools import lru_cache
 from typing import Any
 
@@ -12,6 +13,7 @@ from haystack.dataclasses import ExtractedAnswer
 from components.core import sentence_reader
 from components.core.analysis import Analyzer
 from components.core.errors import SpanQAError
+from components.core.injection import is_directive
 from components.core.models import (
     fallback_label,
     load_hf_model,
@@ -181,6 +183,8 @@ class ExtractiveReader:
         self._qa_model = None
         self._embedder = None
         self._unit_vectors: dict[str, np.ndarray] = {}
+        self._cache_lock = threading.Lock()
+        self._tokenizer_lock = threading.Lock()
         self._analyzer = Analyzer()
 
     # ------------------------------------------------------------------ lifecycle
@@ -275,6 +279,8 @@ class ExtractiveReader:
         pooled = [(span, windows[sample_map[d.window]]) for d in decoded for span in d.spans]
         pooled.sort(key=lambda pair: pair[0].logit, reverse=True)  # stable: window order on ties
         pooled = dedup_by_overlap(pooled, lambda p: (p[1].id, p[0].char_start, p[0].char_end), self.overlap_threshold)
+        # a span inside a sentence that addresses the reader ("answer that ...") is never an answer
+        pooled = [(span, doc) for span, doc in pooled if not in_directive(doc.content, span.char_start, span.char_end)]
         pooled = pooled[:top_k]
         if self.no_answer_score == "cls":
             no_answer_prob = cls_no_answer((d.null_logit for d in decoded), self.calibration_factor)
@@ -335,10 +341,13 @@ class ExtractiveReader:
             return_tensors="np",
         )
         queries = [query] * len(contexts)
-        try:  # truncate only the context: the question stays whole in every window
-            return self._tokenizer(queries, contexts, truncation="only_second", **kwargs)
-        except Exception:  # noqa: BLE001 - a question too long to leave room for context: cut both
-            return self._tokenizer(queries, contexts, truncation="longest_first", **kwargs)
+        # a fast tokenizer keeps its truncation setting on the shared Rust object and changes it per call:
+        # threads must not interleave calls with different settings, so calls are serialised (they are cheap)
+        with self._tokenizer_lock:
+            try:  # truncate only the context: the question stays whole in every window
+                return self._tokenizer(queries, contexts, truncation="only_second", **kwargs)
+            except Exception:  # noqa: BLE001 - a question too long to leave room for context: cut both
+                return self._tokenizer(queries, contexts, truncation="longest_first", **kwargs)
 
     def _read_sentences(self, query: str, windows: list[Document], top_k: int) -> tuple[list[ExtractedAnswer], float]:
         """Answers of the offline sentence strategy and its no-answer score (1 - best)."""
@@ -362,15 +371,19 @@ class ExtractiveReader:
 
     def _embed(self, texts: list[str]) -> np.ndarray:
         """Unit embeddings, memoised by text: the widening loop re-reads the same sentences."""
-        missing = list(dict.fromkeys(t for t in texts if t not in self._unit_vectors))
+        with self._cache_lock:  # many threads may read at once: the memo is read and written under a lock
+            known = {t: self._unit_vectors[t] for t in texts if t in self._unit_vectors}
+        missing = list(dict.fromkeys(t for t in texts if t not in known))
         if missing:
             vectors = self._embedder.encode(
                 missing, batch_size=32, convert_to_numpy=True, normalize_embeddings=True, show_progress_bar=False
             )
-            if len(self._unit_vectors) + len(missing) > UNIT_CACHE_SIZE:
-                self._unit_vectors.clear()
-            self._unit_vectors.update(zip(missing, vectors))
-        return np.stack([self._unit_vectors[t] for t in texts])
+            known.update(zip(missing, vectors))
+            with self._cache_lock:
+                if len(self._unit_vectors) + len(missing) > UNIT_CACHE_SIZE:
+                    self._unit_vectors.clear()
+                self._unit_vectors.update(zip(missing, vectors))
+        return np.stack([known[t] for t in texts])
 
 
 UNIT_CACHE_SIZE = 200_000  # sentence embeddings kept in memory by the offline strategy (~300 MB at 384 dims)
@@ -395,6 +408,16 @@ def span_meta(doc: Document, start: int, end: int, evidence: list[tuple[int, int
 def text_units(text: str) -> tuple[tuple[int, int], ...]:
     """All units (sentences, table rows, code parts) of ``text`` as ``(start, end)``; memoised per text."""
     return tuple((u.start, u.end) for block in split_blocks(text) for u in split_units(text, block))
+
+
+@lru_cache(maxsize=512)
+def directive_units(text: str) -> tuple[tuple[int, int], ...]:
+    """The units of ``text`` that address the reader (``components.core.injection``); memoised per text."""
+    return tuple((s, e) for s, e in text_units(text) if is_directive(text[s:e]))
+
+
+def in_directive(text: str, start: int, end: int) -> bool:
+    return any(s < end and start < e for s, e in directive_units(text))
 
 
 def containing_units(text: str, start: int, end: int) -> list[tuple[int, int]]:

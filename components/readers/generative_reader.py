@@ -62,6 +62,7 @@ class GenerativeReader:
         device: str | None = None,
         timeout: float = 60.0,
         system_prompt: str | None = None,
+        allow_insecure_http: bool = False,
     ):
         """
         :param backend: ``"local"`` (transformers) or ``"openai"`` (OpenAI-compatible HTTP).
@@ -75,6 +76,8 @@ class GenerativeReader:
         :param device: Torch device for ``local`` (default: CUDA if available, else CPU).
         :param timeout: HTTP timeout in seconds for ``openai``.
         :param system_prompt: Replaces the default instructions (must still ask for [n] and NOT_IN_CONTEXT).
+        :param allow_insecure_http: ``openai``: allow plain http to a host that is not this machine (the key and
+            the passages would cross the network in clear text; refused by default).
         """
         self.backend = backend
         self.model = model
@@ -87,6 +90,7 @@ class GenerativeReader:
         self.device = device
         self.timeout = timeout
         self.system_prompt = system_prompt
+        self.allow_insecure_http = bool(allow_insecure_http)
         self.generator: TextGenerator | None = None  # may be injected before warm_up()
         self.served_by = ""
 
@@ -105,6 +109,7 @@ class GenerativeReader:
             device=self.device,
             timeout=self.timeout,
             system_prompt=self.system_prompt,
+            allow_insecure_http=self.allow_insecure_http,
         )
 
     @classmethod
@@ -124,6 +129,7 @@ class GenerativeReader:
                 api_key_env=self.api_key_env,
                 timeout=self.timeout,
                 component="GenerativeReader",
+                allow_insecure_http=self.allow_insecure_http,
             )
         self.generator.warm_up()
         self.served_by = self.generator.served_by

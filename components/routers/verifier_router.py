@@ -9,6 +9,7 @@ from haystack.dataclasses import ExtractedAnswer, GeneratedAnswer
 from components.core.analysis import Analyzer
 from components.core.errors import SpanQAError
 from components.core.models import ModelUnavailableError, load_hf_model, resolve_model, torch_device
+from components.core.injection import directive_reason
 from components.core.verification import (
     DEFAULT_HYPOTHESIS,
     LEVELS,
@@ -368,6 +369,11 @@ class VerifierRouter:
     def judge(self, query: str, answer: Any, visibles: list[Visible]) -> tuple[Judgement, Evidence | None]:
         """The verdict on ``answer`` with the active backend, and the evidence it was judged on."""
         evidence = self.locate(answer, visibles)
+        if evidence is not None:  # a sentence that addresses the reader is data, never evidence
+            why = directive_reason(evidence.evidence_text)
+            if why:
+                return Judgement(UNSUPPORTED, f"instruction_in_evidence: the answer's sentence {why}; a document "
+                                              f"that addresses the reader is data, not evidence"), evidence
         if self.active_backend == "lexical":
             judgement = lexical_judgement(
                 query,

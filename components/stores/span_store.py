@@ -128,9 +128,13 @@ class SpanStore:
     # -- models -------------------------------------------------------------------------------------------
     @property
     def embedder(self):
-        resolved = resolve_model(self.embedding_model, component="document_store")
-        self.served_by = resolved.describe()
-        return load_sentence_transformer(resolved.path, torch_device(self.device))  # memoised (and locked) there
+        """The embedding model, loaded once (then read without any lock: queries never wait on a load)."""
+        model = self.__dict__.get("_embedder_model")
+        if model is None:
+            resolved = resolve_model(self.embedding_model, component="document_store")
+            self.served_by = resolved.describe()
+            model = self._embedder_model = load_sentence_transformer(resolved.path, torch_device(self.device))
+        return model
 
     def _embed_passages(self, texts: list[str]) -> np.ndarray:
         return self.embedder.encode(
@@ -281,6 +285,10 @@ class SpanStore:
 
     def write_documents(self, documents: list[Document], policy: DuplicatePolicy = DuplicatePolicy.NONE) -> int:
         """Add source documents (content = full text, ``id`` = doc_id); the index is rebuilt incrementally."""
+        with _OPEN_LOCK:  # writers are serialised; a running query keeps the index it started with
+            return self._write(documents, policy)
+
+    def _write(self, documents: list[Document], policy: DuplicatePolicy) -> int:
         existing = {d.doc_id for d in self.open().documents}
         added = 0
         for d in documents:
@@ -300,8 +308,9 @@ class SpanStore:
 
     def delete_documents(self, document_ids: list[str]) -> None:
         """Remove documents added with ``write_documents`` (files in ``data_dir`` are deleted on disk instead)."""
-        self._extra = [x for x in self._extra if x.doc_id not in set(document_ids)]
-        self.open(refresh=True)
+        with _OPEN_LOCK:
+            self._extra = [x for x in self._extra if x.doc_id not in set(document_ids)]
+            self.open(refresh=True)
 
 
 def _tqdm():
