@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import copy
+import logging
 import os
+import re
 from pathlib import Path
 from typing import Any
 
@@ -74,9 +77,23 @@ def _nested_stores(spec: dict[str, Any]):
                 yield value["init_parameters"]
 
 
+def _fill_parameters(node: dict) -> None:
+    """``init_parameters`` left out or null means "all defaults" (Haystack itself needs the key)."""
+    if not isinstance(node.get("init_parameters"), dict):
+        node["init_parameters"] = {}
+    for value in node["init_parameters"].values():
+        if isinstance(value, dict) and "type" in value:
+            _fill_parameters(value)
+
+
 def prepare_spec(spec: dict[str, Any], data: str | None = None, cache_dir: str | None = None) -> dict[str, Any]:
     """A copy of ``spec`` with the data location (and cache) of every SpanStore replaced when given."""
     spec = copy.deepcopy(spec)
+    for key in ("connections", "metadata"):
+        if spec.get(key) is None:
+            spec[key] = [] if key == "connections" else {}
+    for comp in spec["components"].values():
+        _fill_parameters(comp)
     for params in _nested_stores(spec):
         if data is not None:
             params["data_dir"] = str(data)
@@ -94,7 +111,8 @@ def load_pipeline(path: str | Path, data: str | None = None, cache_dir: str | No
     check_write_paths(path, prepare_spec(raw, data, None))  # a --cache-dir given by the user may point anywhere
     spec = prepare_spec(raw, data, cache_dir)
     try:
-        pipeline = Pipeline.from_dict(spec, allowed_modules=ALLOWED_MODULES)
+        with _quiet("haystack.utils.type_serialization"):  # it logs a traceback before raising: we explain instead
+            pipeline = Pipeline.from_dict(spec, allowed_modules=ALLOWED_MODULES)
     except SpanQAError as exc:
         raise SpanQAError(f"Pipeline file '{path}': {exc}") from None
     except (DeserializationError, PipelineError, TypeError, ValueError, KeyError, AttributeError) as exc:
@@ -102,15 +120,35 @@ def load_pipeline(path: str | Path, data: str | None = None, cache_dir: str | No
     return pipeline, spec
 
 
+@contextlib.contextmanager
+def _quiet(name: str):
+    log = logging.getLogger(name)
+    level = log.level
+    log.setLevel(logging.CRITICAL)
+    try:
+        yield
+    finally:
+        log.setLevel(level)
+
+
+_DESERIALIZE = re.compile(r"Couldn't deserialize component '([^']+)' of class '([^']+)'")
+
+
 def explain(exc: BaseException) -> str:
-    """An exception and the causes Haystack wraps it around, in one line, nothing cut off: Haystack's
-    "Couldn't deserialize component 'x' ... with the following data:" alone names no reason."""
-    parts, seen = [], set()
+    """What went wrong, in one line with nothing cut off: Haystack's "Couldn't deserialize component 'x' …
+    with the following data: {…}" names no reason by itself, so the component is named and the root cause
+    (the last exception of the chain) is what is shown."""
+    where, root, seen = "", exc, set()
     while exc is not None and id(exc) not in seen:
         seen.add(id(exc))
-        text = " ".join(str(exc).split())
-        if text and SpanQAError.__name__ not in text:
-            parts.append(text if isinstance(exc, SpanQAError) else f"{text}")
+        m = _DESERIALIZE.search(str(exc))
+        if m and not where:
+            where = f"component '{m.group(1)}' ({m.group(2)}): "
+        root = exc
         exc = exc.__cause__ or exc.__context__
-    message = " — because: ".join(dict.fromkeys(parts)) or "unknown reason"
+    text = " ".join(str(root).split()) or type(root).__name__
+    if isinstance(root, KeyError):
+        text = f"missing key {text}"
+    text = _DESERIALIZE.split(text)[0] if _DESERIALIZE.search(text) else text
+    message = where + text
     return message if message.endswith(".") else message + "."

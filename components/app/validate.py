@@ -118,8 +118,9 @@ def _hints(cls) -> dict[str, Any]:
 def check_component(path: str | Path, name: str, data: Any):
     """Check one component (or nested object) mapping; returns its class."""
     if not isinstance(data, dict) or "type" not in data:
+        got = "a mapping without 'type'" if isinstance(data, dict) else f"{type(data).__name__} {data!r:.40}"
         raise SpanQAError(f"{_where(path, name)} must be a mapping with 'type' and 'init_parameters' "
-                          f"(got {type(data).__name__}); see pipelines/retrieval.yaml for the format.")
+                          f"(got {got}); see pipelines/retrieval.yaml for the format.")
     unknown_keys = set(data) - {"type", "init_parameters"}
     if unknown_keys:
         raise SpanQAError(f"{_where(path, name)} has unknown key(s) {sorted(map(str, unknown_keys))}; "
@@ -138,6 +139,12 @@ def check_component(path: str | Path, name: str, data: Any):
     if unknown and not accepts_any:
         raise SpanQAError(f"{_where(path, name, cls.__name__)} has unknown parameter(s) {unknown}. "
                           f"Valid parameters: {', '.join(known)}.")
+    required = [p for p in known if sig.parameters[p].default is inspect.Parameter.empty
+                and sig.parameters[p].kind not in (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD)]
+    absent = [p for p in required if p not in params]
+    if absent:
+        raise SpanQAError(f"{_where(path, name, cls.__name__)} needs parameter(s) {absent} in 'init_parameters' "
+                          f"(they have no default); see pipelines/extractive.yaml for an example.")
     hints = _hints(cls)
     for key, value in params.items():
         if isinstance(value, dict) and "type" in value:  # a nested object, e.g. a document_store
