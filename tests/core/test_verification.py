@@ -419,3 +419,14 @@ def test_a_code_line_answer_takes_the_sentence_naming_its_key_as_reference():
     # the referring sentence itself has no references (it is no code line)
     s = text.index("Each")
     assert locate_extractive(vis, text[s:], doc_id="api", start=s, end=len(text)).references == ()
+
+
+def test_a_table_rows_lead_in_is_its_header_and_heading_never_the_neighbouring_row():
+    from components.core.verification import Piece, lead_in, visible_texts
+
+    text = ("## Error codes\n\n| Code | Meaning |\n| --- | --- |\n| ERR-1 | Card declined |\n"
+            "| ERR-2 | Seat limit reached |\n")
+    (vis,) = visible_texts([Piece("codes.md", 0, text)])
+    rows = [vis.slice(u.start, u.end) for u in vis.units]
+    row2 = rows.index("| ERR-2 | Seat limit reached |")
+    assert [vis.slice(u.start, u.end) for u in lead_in(vis, row2, 2)] == ["## Error codes", "| Code | Meaning |"]
