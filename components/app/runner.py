@@ -171,10 +171,36 @@ class QueryRunner:
 
     def ask(self, query: str, filters: dict | None = None, top_k: int | None = None,
             retrieval_depth: int | None = None) -> dict[str, Any]:
-        """Run one question. ``top_k`` cuts the final ranking; ``retrieval_depth`` sets the retriever's lists."""
+        """Run one question. ``top_k`` cuts the final ranking; ``retrieval_depth`` sets the retriever's lists.
+
+        When the answer is NOT_FOUND and the corpus has superseded documents (left out of retrieval), the
+        question is asked once more of those alone: if one of them answers, the result stays NOT_FOUND with
+        reason ``only_superseded_sources`` naming them, so the user learns that only an outdated source answers."""
+        result = self._ask(query, filters, top_k, retrieval_depth)
+        retriever = self.pipeline.get_component(self.retriever)
+        if (self.readers and result.get("verdict") == "NOT_FOUND" and retriever.superseded == "exclude"
+                and retriever.superseded_documents()):
+            old = self._ask(query, filters, top_k, retrieval_depth, superseded="only")
+            if old.get("verdict") == "SUPPORTED":
+                names = list(dict.fromkeys(s["doc_id"] for s in old["spans"]))
+                result.update(
+                    reason=f"only_superseded_sources: only {', '.join(names)} (marked superseded) answer(s); "
+                           f"current sources do not", rejected_answer=old["answer"], superseded_sources=names,
+                    route=[*result["route"], "superseded:only", *old["route"]])
+                if self.audit_log is not None:
+                    self._audit(result)
+                return result
+        if self.audit_log is not None and self.readers:
+            self._audit(result)
+        return result
+
+    def _ask(self, query: str, filters: dict | None, top_k: int | None, retrieval_depth: int | None,
+             superseded: str | None = None) -> dict[str, Any]:
         if not self.warmed:
             self.warm_up()
         inputs: dict[str, dict] = {self.retriever: {"query": query}}
+        if superseded is not None:
+            inputs[self.retriever]["superseded"] = superseded
         if retrieval_depth:
             inputs[self.retriever]["top_k"] = retrieval_depth
         if filters is not None:
@@ -187,10 +213,7 @@ class QueryRunner:
             inputs.setdefault(last_ranking, {})["top_k"] = top_k
         with collect_timings() as ms:
             out = self.pipeline.run(inputs, include_outputs_from={n for n in (self.retriever, self.joiner, self.ranker, self.expander) if n})
-        result = self._shape(query, out, ms)
-        if self.audit_log is not None and self.readers:
-            self._audit(result)
-        return result
+        return self._shape(query, out, ms)
 
     def _shape(self, query: str, out: dict[str, Any], ms: dict[str, float]) -> dict[str, Any]:
         stages: dict[str, list] = {}

@@ -10,8 +10,12 @@ from haystack import Document, component, default_from_dict, default_to_dict
 from components.core.bm25 import BM25Okapi, top_k as top_k_indices
 from components.core.errors import SpanQAError
 from components.core.filters import check_filters
-from components.core.params import check_number, check_positive_int
+from components.core.params import check_choice, check_number, check_positive_int
 from components.stores.span_store import SpanStore
+
+
+SUPERSEDED_MODES = ("exclude", "include")
+DEFAULT_SUPERSEDED = ("superseded", "retired", "archived")
 
 
 @component
@@ -20,7 +24,9 @@ class HybridRetriever:
     similarity of normalised sentence-transformers embeddings. Both lists go out; fuse them with ``RRFJoiner``.
 
     Metadata filters (Haystack filter syntax) are applied before the cut to ``top_k``, so a filter never
-    leaves fewer than ``top_k`` results while enough chunks match.
+    leaves fewer than ``top_k`` results while enough chunks match. Documents whose metadata marks them
+    superseded (``status: superseded | retired | archived`` or a ``superseded_by`` value; names configurable)
+    are left out the same way unless ``superseded: include``: an outdated policy must never answer.
 
     Usage:
     ```python
@@ -44,6 +50,10 @@ class HybridRetriever:
         use_bm25: bool = True,
         use_dense: bool = True,
         filters: dict[str, Any] | None = None,
+        superseded: str = "exclude",
+        superseded_status_field: str = "status",
+        superseded_statuses: list[str] | None = None,
+        superseded_by_field: str = "superseded_by",
     ):
         if not isinstance(document_store, SpanStore):
             raise SpanQAError("HybridRetriever: document_store must be a components.stores.span_store.SpanStore.")
@@ -54,6 +64,10 @@ class HybridRetriever:
         check_number("HybridRetriever", "bm25_b", bm25_b, low=0, high=1)
         check_number("HybridRetriever", "bm25_epsilon", bm25_epsilon, low=0)
         check_filters(filters, "HybridRetriever.filters")
+        check_choice("HybridRetriever", "superseded", superseded, SUPERSEDED_MODES)
+        self.superseded, self.superseded_status_field = superseded, superseded_status_field
+        self.superseded_statuses = list(DEFAULT_SUPERSEDED if superseded_statuses is None else superseded_statuses)
+        self.superseded_by_field = superseded_by_field
         self.document_store, self.top_k, self.filters = document_store, top_k, filters
         self.bm25_k1, self.bm25_b, self.bm25_epsilon = bm25_k1, bm25_b, bm25_epsilon
         self.use_bm25, self.use_dense = use_bm25, use_dense
@@ -64,6 +78,8 @@ class HybridRetriever:
         return default_to_dict(
             self, document_store=self.document_store, top_k=self.top_k, bm25_k1=self.bm25_k1, bm25_b=self.bm25_b,
             bm25_epsilon=self.bm25_epsilon, use_bm25=self.use_bm25, use_dense=self.use_dense, filters=self.filters,
+            superseded=self.superseded, superseded_status_field=self.superseded_status_field,
+            superseded_statuses=self.superseded_statuses, superseded_by_field=self.superseded_by_field,
         )
 
     @classmethod
@@ -89,14 +105,44 @@ class HybridRetriever:
             for r, i in enumerate(order, start=1)
         ]
 
+    def superseded_documents(self) -> list[str]:
+        """Ids of the documents whose metadata marks them superseded, retired or archived (as configured)."""
+        index = self.document_store.open()
+        return [d.doc_id for d in index.documents if self._is_superseded(d.meta)]
+
+    def _is_superseded(self, meta: dict) -> bool:
+        status = str(meta.get(self.superseded_status_field) or "").strip().lower()
+        wanted = {s.lower() for s in self.superseded_statuses}
+        return status in wanted or bool(meta.get(self.superseded_by_field))
+
+    def _superseded_mask(self, mode: str) -> np.ndarray | None:
+        if mode == "include":
+            return None
+        index = self.document_store.open()
+        per_doc = np.array([self._is_superseded(d.meta) for d in index.documents], dtype=bool)
+        if not per_doc.any() and mode == "exclude":
+            return None
+        chunk = per_doc[index.chunk_doc] if index.n_chunks else np.zeros(0, dtype=bool)
+        return ~chunk if mode == "exclude" else chunk
+
     @component.output_types(bm25_documents=list[Document], dense_documents=list[Document])
-    def run(self, query: str, filters: dict[str, Any] | None = None, top_k: int | None = None) -> dict[str, Any]:
-        """Both ranked lists for ``query`` (each up to ``top_k`` chunks that match ``filters``)."""
+    def run(self, query: str, filters: dict[str, Any] | None = None, top_k: int | None = None,
+            superseded: str | None = None) -> dict[str, Any]:
+        """Both ranked lists for ``query`` (each up to ``top_k`` chunks that match ``filters``).
+
+        ``superseded`` overrides the YAML setting for this call: ``exclude`` (superseded, retired and archived
+        documents never answer), ``include``, or ``only`` (just those: to tell the user that only an outdated
+        source answers)."""
         if self._bm25 is None:
             self.warm_up()
         check_positive_int("HybridRetriever", "top_k", top_k, optional=True)
+        mode = self.superseded if superseded is None else superseded
+        check_choice("HybridRetriever", "superseded", mode, (*SUPERSEDED_MODES, "only"))
         k = self.top_k if top_k is None else top_k
         mask = self.document_store.filter_mask(filters if filters is not None else self.filters)
+        keep = self._superseded_mask(mode)
+        if keep is not None:
+            mask = keep if mask is None else (mask & keep)
         out: dict[str, list[Document]] = {"bm25_documents": [], "dense_documents": []}
         if self.use_bm25:
             tokens = self.document_store.analyzer(query)
