@@ -28,6 +28,12 @@ def parse_args(argv=None):
     p.add_argument("--report", metavar="DIR", help="with --eval: write report.md, report.html, plots, per_query.jsonl")
     p.add_argument("--calibrate", action="store_true", help="with --eval on SQuAD: choose thresholds on one half, report on the other")
     p.add_argument("--limit", type=int, help="with --eval: only the first N questions")
+    p.add_argument("--target-precision", type=float,
+                   help="with --calibrate: the precision the confidence bar (min_confidence) is chosen for (default: "
+                        "the calibration file's, else 0.9)")
+    p.add_argument("--calibration-out", metavar="FILE",
+                   help="with --calibrate: where to save the fitted confidence combiner (default: the file the "
+                        "verifier's `calibration` names)")
     p.add_argument("--no-audit", action="store_true", help="do not append answers to the audit log")
     p.add_argument("--validate", action="store_true",
                    help="only check the pipeline YAML and resolve its models (nothing is indexed or answered)")
@@ -70,6 +76,9 @@ def _check_cli_values(args) -> None:
 
     check_positive_int("run.py", "--top-k", args.top_k, optional=True)
     check_positive_int("run.py", "--limit", args.limit, optional=True)
+    from components.core.params import check_fraction
+
+    check_fraction("run.py", "--target-precision", args.target_precision, optional=True)
     args.filters = parse_filters(args.filters) if args.filters else None
 
 
@@ -109,6 +118,16 @@ def _main(args, err) -> int:
     pipeline, spec = load_pipeline(args.pipeline, data=data, cache_dir=args.cache_dir)
     audit = None if args.no_audit or args.eval else ((spec.get("metadata") or {}).get("spanqa") or {}).get("audit_log")
     runner = QueryRunner(pipeline, audit_log=audit)
+    if args.calibrate and runner.verifier:  # fitting a new combiner: a missing file is what is being made
+        from pathlib import Path
+
+        from components.routers.verifier_router import _project_path
+
+        verifier = pipeline.get_component(runner.verifier)
+        if verifier.calibration and not Path(_project_path(verifier.calibration)).exists():
+            args.calibration_out = args.calibration_out or verifier.calibration
+            verifier.calibration = None
+            err.print(f"[dim]calibration file {escape(args.calibration_out)} does not exist yet: --calibrate fits it[/dim]")
     runner.warm_up()
     store = runner.store()
     stats = store.stats
@@ -154,7 +173,11 @@ def _evaluate(args, kind, runner, out, err) -> int:
     else:
         summary, rows = evaluate.evaluate_squad(runner, Path(args.eval), progress=progress, limit=args.limit)
         if args.calibrate:
+            from components.app.confidence_eval import calibrate_confidence
+
             summary["calibration"] = evaluate.calibrate(rows, runner)
+            summary["confidence_calibration"] = calibrate_confidence(rows, runner, args.eval, args.target_precision,
+                                                                     args.calibration_out)
     summary.update(dataset=args.eval, pipeline=args.pipeline, models=runner.models())
     if args.report:
         from components.core.report import write_report

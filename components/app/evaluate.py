@@ -37,7 +37,8 @@ from typing import Any
 from components.core import calibration
 from components.core.errors import SpanQAError
 from components.core.loaders import iter_squad
-from components.core.metrics import exact_match, f1, recall_curve, retrieval_summary, squad_summary
+from components.app.confidence_eval import selective_report
+from components.core.metrics import answer_correct, exact_match, f1, recall_curve, retrieval_summary, squad_summary
 from components.core.taxonomy import (
     CORRECT,
     RANK_FAILURE,
@@ -262,6 +263,10 @@ def evaluate_squad(runner, path: Path, progress: bool = True, limit: int | None 
             "em": exact_match(answer, q["golds"]), "f1": f1(answer, q["golds"]),
             "label": diagnosis.label, "reason": diagnosis.reason, "top_score": rerank_score(result),
             "reader_tokens": result.get("_reader_tokens", 0), "rankings": _rankings(result["_stages"]),
+            "supported": bool(result.get("_supported")), "confidence": result.get("confidence"),
+            "signals": result.get("_signals"),
+            "answer_correct": answer_correct(result.get("answer") or (result.get("rejected_answer") if result.get(
+                "_supported") else None), q["golds"], q["answerable"]),
             "_stages": result["_stages"],
         })
     reading = squad_summary(records)
@@ -277,8 +282,16 @@ def evaluate_squad(runner, path: Path, progress: bool = True, limit: int | None 
               "unanswerable": [r["top_score"] for r in unanswerable if r["top_score"] is not None],
               "threshold": runner.abstain_threshold()}
     summary = {"retrieval": metrics, "recall_curves": curves, "reading": reading,
-               "taxonomy": taxonomy_totals(diagnoses), "scores": scores}
+               "taxonomy": taxonomy_totals(diagnoses), "scores": scores,
+               "selective": selective_report(rows, _confidence_bar(runner))}
     return summary, rows
+
+
+def _confidence_bar(runner) -> float | None:
+    from components.app.confidence_eval import reader_kind
+
+    verifier = runner.pipeline.get_component(runner.verifier) if getattr(runner, "verifier", None) else None
+    return verifier.confidence_bar(reader_kind(runner)) if hasattr(verifier, "confidence_bar") else None
 
 
 # ---------------------------------------------------------------------------------------------------

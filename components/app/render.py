@@ -44,7 +44,8 @@ def print_retrieval(console: Console, result: dict[str, Any]) -> None:
 def print_answer(console: Console, result: dict[str, Any], source) -> None:
     """``source(doc_id)`` returns the ``SourceDocument``, whose text shows the span in context."""
     console.print(f"[bold]Q:[/bold] {safe(result['query'])}")
-    verdict = safe(f"{result.get('verdict')}: {result.get('reason')}")
+    conf = result.get("confidence")
+    verdict = safe(f"{result.get('verdict')}: {result.get('reason')}" + (f"; confidence {conf:.2f}" if conf is not None else ""))
     if result.get("answer") is None:
         console.print(f"[bold yellow]A: not found in the source[/bold yellow]  ({verdict})")
     else:
@@ -84,3 +85,18 @@ def print_summary(console: Console, summary: dict[str, Any]) -> None:
         console.print(f"[bold]verdicts[/bold]  {reading.get('verdicts')}")
     if summary.get("taxonomy"):
         console.print(f"[bold]taxonomy[/bold]  {summary['taxonomy']}")
+    for name, block in (("selective", summary.get("selective") or {}),
+                        ("calibrated", {f"refit, {k}": v for k, v in (summary.get("confidence_calibration") or {}).items()
+                                        if k in ("choose_half", "report_half")})):
+        for part, m in block.items():
+            if "aurc" not in m:
+                continue
+            console.print(f"[bold]{name:9}[/bold] {part}: " + "  ".join(
+                f"{k} {m[k]:.3f}" for k in ("precision_supported", "coverage_supported", "precision_answered",
+                                              "coverage_answered", "coverage_at_precision_0.9",
+                                              "coverage_at_precision_0.8", "aurc", "ece")
+                if isinstance(m.get(k), (int, float))))
+    cc = summary.get("confidence_calibration")
+    if cc:
+        console.print(f"[bold]confidence[/bold] fitted on the choose half, saved to {escape(str(cc['saved_to']))}; "
+                      f"min_confidence {cc['min_confidence']:.3f} for target precision {cc['target_precision']}")

@@ -240,7 +240,8 @@ class QueryRunner:
                 result["_top_score"] = no_answer.meta.get("best_score")
             else:
                 top = stages.get("reranked") or stages.get("fused") or []
-                result["_top_score"] = top[0].score if top else None
+                # the score the ranker's abstention threshold is on (its best cosine when it kept the fused order)
+                result["_top_score"] = top[0].meta.get("rerank_gate", top[0].score) if top else None
         result["models"] = self.models()
         result["timings_ms"] = {k: round(v, 1) for k, v in ms.items()}
         return result
@@ -271,8 +272,11 @@ class QueryRunner:
             "route": meta.get("route", []),
             "spans": spans,
             "citations": meta.get("citations", []),
+            "confidence": meta.get("confidence"),  # calibrated P(right); also on a low_confidence refusal
             "score": getattr(final, "score", None),
             "usage": meta.get("usage"),
+            "_signals": meta.get("signals"),
+            "_supported": meta.get("last_verdict", verdict) == "SUPPORTED" and meta.get("signals") is not None,
         }
 
     def _audit(self, result: dict[str, Any]) -> None:

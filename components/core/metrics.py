@@ -241,3 +241,13 @@ def squad_summary(records: Iterable[Mapping]) -> dict:
     summary["abstention_precision"] = _ratio(abstained_noans, abstained)
     summary["abstention_recall"] = _ratio(abstained_noans, len(scores[False]))
     return summary
+
+
+def answer_correct(prediction: str | None, golds: Sequence[str], answerable: bool = True) -> bool:
+    """Whether an answer we *said* is right: the question has an answer and the prediction contains a gold
+    answer (official SQuAD normalisation) or overlaps one with token F1 ≥ 0.5. Any answer to an unanswerable
+    question is wrong. This is the label confidence is calibrated to and precision is counted with."""
+    if not answerable or prediction is None:
+        return False
+    norm = normalize_answer(prediction)
+    return any(normalize_answer(g) and normalize_answer(g) in norm for g in golds) or f1(prediction, golds) >= 0.5

@@ -45,6 +45,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from components.core import report_selective
+
 STAGE_ORDER = ("bm25", "dense", "fused", "reranked")
 RETRIEVAL_METRIC_ORDER = ("ndcg@10", "recall@1", "recall@5", "recall@10", "recall@100", "mrr@10", "queries")
 READING_LABELS = {
@@ -177,6 +179,7 @@ def make_plots(out_dir: Path, summary: Mapping) -> dict[str, Path]:
         figures["score_distributions"] = score_distributions_figure(scores)
     if summary.get("taxonomy"):
         figures["taxonomy"] = taxonomy_figure(summary["taxonomy"])
+    figures.update(report_selective.figures(_new_figure, summary))
     return {name: _save(figure, out_dir / f"{name}.png") for name, figure in figures.items()}
 
 
@@ -296,6 +299,7 @@ def build_sections(
         _retrieval_section(summary, images, out_dir)
         + _reading_section(summary, images, out_dir)
         + _taxonomy_section(summary, images, out_dir)
+        + report_selective.section(summary, lambda name, alt: _image(images, name, alt, out_dir), fmt)
         + _calibration_section(summary)
         + _examples_section(per_query, max_examples)
         + _extra_plots_section(extra_images or {}, out_dir)

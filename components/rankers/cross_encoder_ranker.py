@@ -297,7 +297,8 @@ class CrossEncoderRanker:
         if self._bi_encoder is not None and self.fallback_order != "cosine":
             cosines = scores
             scores = fallback_order_scores(cosines, self.fallback_order)
-            candidates = [replace(d, meta={**d.meta, "rerank_cosine": c}) for d, c in zip(candidates, cosines)]
+            candidates = [replace(d, meta={**d.meta, "rerank_cosine": c, "rerank_gate": gate})
+                          for d, c in zip(candidates, cosines)]
         order = sorted(range(len(candidates)), key=lambda i: -scores[i])  # stable: ties keep input order
 
         threshold = self.active_threshold

@@ -9,8 +9,12 @@ from haystack.dataclasses import ExtractedAnswer, GeneratedAnswer
 from components.core.analysis import Analyzer
 from components.core.errors import SpanQAError
 from components.core.models import ModelUnavailableError, load_hf_model, resolve_model, torch_device
+from components.core.confidence import CalibrationFile, Calibrator, answer_kind, answer_signals
 from components.core.injection import directive_reason
+from components.core.params import check_fraction
+from components.core.short_answer import wanted
 from components.core.verification import (
+    content_terms,
     DEFAULT_HYPOTHESIS,
     LEVELS,
     NOT_FOUND,
@@ -40,6 +44,17 @@ FALLBACKS = ("lexical",)
 DEFAULT_NLI_MODEL = "cross-encoder/nli-deberta-v3-small"
 
 Answer = ExtractedAnswer | GeneratedAnswer
+
+
+def _project_path(path: str) -> str:
+    """``path`` as given when it exists (or is absolute), else relative to the project root."""
+    from pathlib import Path
+
+    p = Path(path)
+    if p.is_absolute() or p.exists():
+        return str(p)
+    root = Path(__file__).resolve().parents[2] / p
+    return str(root) if root.exists() else str(p)
 
 
 def is_abstention(answer: Any) -> bool:
@@ -193,6 +208,8 @@ class VerifierRouter:
         fallback: str | None = None,
         respect_reader_abstention: bool = True,
         max_candidates: int = 1,
+        calibration: str | None = None,
+        min_confidence: float | None = None,
     ) -> None:
         """
         Create the verifier; nothing is loaded until ``warm_up()``.
@@ -221,7 +238,20 @@ class VerifierRouter:
             ``make_generator`` (e.g. ``model``, ``base_url``, ``api_key_env``).
         :param max_new_tokens: Token budget of the LLM judge's reply.
         :param fallback: ``None`` (raise when the model is unavailable) or ``"lexical"``.
+        :param calibration: JSON file of the fitted confidence combiner (``components.core.confidence``), made by
+            ``run.py … --eval … --calibrate``; a relative path is looked up from the working directory, then
+            from the project root. ``None``: answers carry no confidence.
+        :param min_confidence: Below this confidence a SUPPORTED answer becomes NOT_FOUND ``low_confidence``
+            (the refused answer kept as ``candidate``). ``None`` uses the threshold the calibration file chose for
+            its ``target_precision``; ``0`` never refuses.
         """
+        check_fraction("VerifierRouter", "min_confidence", min_confidence, optional=True)
+        for name, value in (("min_term_coverage", min_term_coverage), ("max_missing_key_terms", max_missing_key_terms),
+                            ("min_answer_coverage", min_answer_coverage), ("entail_threshold", entail_threshold),
+                            ("contradiction_threshold", contradiction_threshold)):
+            check_fraction("VerifierRouter", name, value)
+        self.calibration, self.min_confidence = calibration, min_confidence
+        self._calibrations: CalibrationFile | None = None
         if backend not in BACKENDS:
             raise SpanQAError(f"VerifierRouter: backend must be one of {', '.join(BACKENDS)}, got {backend!r}.")
         if fallback is not None and fallback not in FALLBACKS:
@@ -277,6 +307,8 @@ class VerifierRouter:
 
     def warm_up(self) -> None:
         """Resolve and load the NLI model or the LLM judge (or switch to the lexical fallback)."""
+        if self.calibration and self._calibrations is None:
+            self._calibrations = CalibrationFile.load(_project_path(self.calibration), type(self).__name__)
         if self.active_backend is not None:
             return
         if self.backend == "nli":
@@ -468,13 +500,25 @@ class VerifierRouter:
 
         decision, target = route_decision(level, judgement.verdict, self.max_level)
         if decision == "answers":
+            signals = self.signals(query, best, answers, documents, evidence, level)
+            kind = answer_kind(best)
+            calibrator = self.calibrator(kind)
+            confidence = calibrator.predict(signals) if calibrator is not None else None
             meta = {
                 **(best.meta or {}),
                 "verdict": judgement.verdict,
                 "reason": judgement.reason,
                 "route": route,
                 "spans": self.spans(evidence, judgement),
+                "signals": signals,
+                "confidence": confidence,
             }
+            bar = self.confidence_bar(kind)
+            if confidence is not None and bar is not None and confidence < bar:
+                out = self._not_found(query, f"low_confidence: confidence {confidence:.2f} below min_confidence "
+                                             f"{bar:.2f}", [*route, "confidence:low"], judgement.verdict, best)
+                out["not_found"][0].meta.update(signals=signals, confidence=confidence, spans=meta["spans"])
+                return out
             return {"answers": [replace(best, meta=meta)]}
         if decision == "widen" and f"widen:{target}" in base_route:
             logger.warning(
@@ -491,10 +535,40 @@ class VerifierRouter:
             return {"widen": widened}
         return self._not_found(query, judgement.reason, route, judgement.verdict, best)
 
+    def calibrator(self, kind: str) -> Calibrator | None:
+        """The fitted combiner for ``kind`` (``extractive`` | ``generative``) answers, if the file has one."""
+        return self._calibrations.get(kind) if self._calibrations is not None else None
+
+    def confidence_bar(self, kind: str) -> float | None:
+        """The confidence bar in force: ``min_confidence`` if set, else the threshold the calibration chose."""
+        if self.min_confidence is not None:
+            return self.min_confidence
+        calibrator = self.calibrator(kind)
+        return calibrator.min_confidence if calibrator is not None else None
+
+    def signals(self, query: str, best: Any, answers: list[Any], documents: list[Document], evidence: Evidence | None,
+                level: str) -> dict[str, float]:
+        """The confidence signals of a verified answer (``components.core.confidence.answer_signals``)."""
+        meta = best.meta or {}
+        window = next((d for d in documents if evidence is not None and (d.meta or {}).get("doc_id") == evidence.doc_id
+                       and int((d.meta or {}).get("char_start", 0)) <= evidence.evidence_span[0]
+                       and evidence.evidence_span[1] <= int((d.meta or {}).get("char_end", 0))), documents[0])
+        wanted_terms = content_terms(query, self.analyzer)
+        near = set(self.analyzer(f"{evidence.lead_in_text}\n{evidence.evidence_text}")) if evidence is not None else set()
+        others = [answer_score(a) for a in answers if a is not best and not is_abstention(a)]
+        no_answer = max((answer_score(a) for a in answers if is_abstention(a)), default=0.0)
+        return answer_signals(
+            answer_score=answer_score(best), other_scores=others, no_answer=no_answer, window=window,
+            windows=documents, term_coverage=len(wanted_terms & near) / len(wanted_terms) if wanted_terms else 1.0,
+            asks_type=wanted(query) is not None, typed=bool(meta.get("short_answer")), level=level,
+            answer_text=str(best.data or ""), evidence_coverage=evidence.coverage if evidence is not None else 0.0)
+
     def to_dict(self) -> dict[str, Any]:
         """Serialise the init parameters."""
         return default_to_dict(
             self,
+            calibration=self.calibration,
+            min_confidence=self.min_confidence,
             backend=self.backend,
             max_level=self.max_level,
             lead_in_units=self.lead_in_units,

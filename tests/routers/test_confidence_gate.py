@@ -1,0 +1,44 @@
+"""The verifier's confidence bar: a SUPPORTED answer below min_confidence becomes NOT_FOUND low_confidence with
+the refused answer kept; above it, the answer carries its confidence."""
+
+import pytest
+
+from components.core.confidence import SIGNALS, CalibrationFile, Calibrator
+from components.routers.verifier_router import VerifierRouter
+from tests.routers.test_verifier_router import QUERY, SOURCE, ans, doc
+
+
+@pytest.fixture
+def calibration(tmp_path):
+    coef = [0.0] * len(SIGNALS)
+    coef[SIGNALS.index("reader_score")] = 3.0
+    cal = Calibrator(list(SIGNALS), [0.5] * len(SIGNALS), [1.0] * len(SIGNALS), coef, 0.0, min_confidence=0.6)
+    path = tmp_path / "cal.json"
+    CalibrationFile({"extractive": cal}).save(path)
+    return str(path)
+
+
+def _run(calibration, score, **kw):
+    v = VerifierRouter(calibration=calibration, **kw)
+    v.warm_up()
+    start = SOURCE.index("30 days")
+    return v.run(query=QUERY, answers=[ans("30 days", start, start + 7, score=score)], documents=[doc(0, 127)])
+
+
+def test_below_the_bar_the_answer_is_refused_and_kept(calibration):
+    out = _run(calibration, score=0.4)  # 3 * (0.4 - 0.5) -> sigmoid(-0.3) = 0.43 < 0.6 (the file's bar)
+    (refused,) = out["not_found"]
+    assert refused.meta["reason"].startswith("low_confidence: confidence 0.43 below min_confidence 0.60")
+    assert refused.meta["candidate"] == "30 days" and refused.meta["confidence"] == pytest.approx(0.4256, abs=1e-3)
+    assert refused.meta["route"][-1] == "confidence:low"
+
+
+def test_above_the_bar_the_answer_carries_its_confidence(calibration):
+    (answer,) = _run(calibration, score=0.9)["answers"]
+    assert answer.meta["verdict"] == "SUPPORTED" and answer.meta["confidence"] == pytest.approx(0.7685, abs=1e-3)
+    assert set(answer.meta["signals"]) == set(SIGNALS)
+
+
+def test_min_confidence_in_yaml_overrides_the_files_bar(calibration):
+    assert _run(calibration, score=0.4, min_confidence=0.0).get("answers")
+    assert _run(calibration, score=0.9, min_confidence=0.9).get("not_found")
