@@ -82,6 +82,22 @@ def _check_cli_values(args) -> None:
     args.filters = parse_filters(args.filters) if args.filters else None
 
 
+def _check_calibration_stack(runner, err) -> None:
+    """Confidence is calibrated for the models it was fitted with: say so when others serve now."""
+    if not runner.verifier or not runner.readers:
+        return
+    from rich.markup import escape
+
+    from components.app.confidence_eval import reader_kind
+
+    calibrator = runner.pipeline.get_component(runner.verifier).calibrator(reader_kind(runner))
+    fitted = (calibrator.fitted_on or {}).get("served_by") if calibrator is not None else None
+    if fitted and fitted != runner.models():
+        changed = sorted(k for k in set(fitted) | set(runner.models()) if fitted.get(k) != runner.models().get(k))
+        err.print(f"[yellow]confidence[/yellow] was calibrated with other models ({escape(', '.join(changed))} differ): "
+                  f"it is not a calibrated probability for this stack; run --eval … --calibrate on labelled data.")
+
+
 def _validate(args, out) -> int:
     from components.app.pipeline_io import load_pipeline
     from components.app.validate import resolve_models
@@ -139,6 +155,7 @@ def _main(args, err) -> int:
     for name, served in runner.models().items():
         if served.startswith("fallback:"):
             err.print(f"[yellow]offline fallback[/yellow] {name}: {served}")
+    _check_calibration_stack(runner, err)
     if args.eval:
         return _evaluate(args, kind, runner, out, err)
     filters = args.filters

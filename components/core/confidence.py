@@ -9,6 +9,9 @@ Signals (``SIGNALS``, all numbers, computed by ``answer_signals`` for every veri
   offline) of the window holding the answer, and its margin over the best other window;
 - ``fused`` — the window's RRF score; ``window_rank`` — its rank among the windows read;
 - ``term_coverage`` — share of the question's content terms in the evidence and its lead-in;
+  ``sentence_coverage`` — the same in the evidence alone; ``missing_terms`` — share of them in no read text;
+- ``answer_in_question`` — share of the answer's terms that the question already uses (an answer that only
+  repeats the question says nothing);
 - ``asks_type`` / ``typed`` — the question asks for a typed value (``short_answer.wanted``), and the answer is
   such a value (a short answer was found);
 - ``level`` — widening level (0 window, 1 paragraph, 2 passage);
@@ -16,7 +19,8 @@ Signals (``SIGNALS``, all numbers, computed by ``answer_signals`` for every veri
 - ``answer_words`` — log(1 + words of the answer); ``evidence_coverage`` — share of the answer's terms in its
   cited evidence (1.0 when verbatim; the generative reader's paraphrases score lower).
 
-The combiner (``Calibrator``) is scikit-learn's ``LogisticRegression`` on standardised signals, fitted by
+The combiner (``Calibrator``) is scikit-learn's ``LogisticRegressionCV`` on standardised signals (its
+regularisation chosen by cross-validated log loss within the fit half), fitted by
 ``run.py --eval … --calibrate`` on one half of a labelled set and saved as JSON (the file a pipeline YAML
 names in ``verifier.calibration``); ``predict`` needs only numpy. A logistic model is monotone in every signal
 (the direction is its coefficient's sign), so a stronger signal never lowers the confidence.
@@ -43,10 +47,12 @@ import numpy as np
 from components.core.errors import SpanQAError
 
 SIGNALS = ("reader_score", "reader_margin", "no_answer", "rerank", "rerank_margin", "fused", "window_rank",
-           "term_coverage", "asks_type", "typed", "level", "agreement", "answer_words", "evidence_coverage")
+           "term_coverage", "sentence_coverage", "missing_terms", "answer_in_question", "asks_type", "typed", "level",
+           "agreement", "answer_words", "evidence_coverage")
 LEVELS = {"chunk": 0, "window": 0, "paragraph": 1, "passage": 2}
 FORMAT = "spanqa-calibrator/1"
 FILE_FORMAT = "spanqa-calibration/1"
+REGULARISATION = (0.01, 0.03, 0.1, 0.3, 1.0, 3.0)  # inverse strengths LogisticRegressionCV chooses among
 KINDS = ("extractive", "generative")  # one combiner per kind of answer: their reader scores mean different things
 
 
@@ -74,7 +80,8 @@ def window_scores(doc) -> tuple[float, float]:
 
 def answer_signals(*, answer_score: float, other_scores: Sequence[float], no_answer: float, window, windows: Sequence,
                    term_coverage: float, asks_type: bool, typed: bool, level: str, answer_text: str,
-                   evidence_coverage: float) -> dict[str, float]:
+                   evidence_coverage: float, sentence_coverage: float = 0.0, missing_terms: float = 0.0,
+                   answer_in_question: float = 0.0) -> dict[str, float]:
     """The signals of one verified answer (see the module docstring); ``window`` is the read document holding it."""
     rerank, fused = window_scores(window)
     others = [window_scores(w)[0] for w in windows if w is not window]
@@ -90,6 +97,9 @@ def answer_signals(*, answer_score: float, other_scores: Sequence[float], no_ans
         "fused": fused,
         "window_rank": float(rank),
         "term_coverage": _num(term_coverage),
+        "sentence_coverage": _num(sentence_coverage),
+        "missing_terms": _num(missing_terms),
+        "answer_in_question": _num(answer_in_question),
         "asks_type": float(bool(asks_type)),
         "typed": float(bool(typed)),
         "level": float(LEVELS.get(level, 0)),
@@ -173,7 +183,8 @@ class CalibrationFile:
 def fit(signals: Sequence[Mapping[str, float]], correct: Sequence[bool], target_precision: float | None = None,
         features: Sequence[str] = SIGNALS, fitted_on: dict | None = None) -> Calibrator:
     """Fit the combiner on labelled answers (``correct[i]``: answer ``i`` was right) — one half only."""
-    from sklearn.linear_model import LogisticRegression
+    from sklearn.linear_model import LogisticRegressionCV
+    from sklearn.model_selection import StratifiedKFold
 
     if len(signals) < 10 or len(set(correct)) < 2:
         raise ValueError(f"need at least 10 answers with both right and wrong ones, got {len(signals)} "
@@ -182,9 +193,13 @@ def fit(signals: Sequence[Mapping[str, float]], correct: Sequence[bool], target_
     y = np.array([bool(c) for c in correct])
     mean, scale = x.mean(axis=0), x.std(axis=0)
     scale[scale == 0] = 1.0
-    model = LogisticRegression(C=1.0, max_iter=1000).fit((x - mean) / scale, y)
+    # the regularisation strength is chosen by 5-fold cross-validated log loss on this same (fit) half
+    folds = StratifiedKFold(n_splits=min(5, int(y.sum()), int((~y).sum())), shuffle=True, random_state=0)
+    model = LogisticRegressionCV(Cs=REGULARISATION, cv=folds, scoring="neg_log_loss", max_iter=2000)
+    model.fit((x - mean) / scale, y)
     cal = Calibrator(list(features), mean.tolist(), scale.tolist(), model.coef_[0].tolist(),
-                     float(model.intercept_[0]), None, target_precision, dict(fitted_on or {}, size=len(y)))
+                     float(model.intercept_[0]), None, target_precision,
+                     dict(fitted_on or {}, size=len(y), right=int(y.sum()), C=float(model.C_[0])))
     if target_precision is not None:
         confidences = [cal.predict(s) for s in signals]
         cal.min_confidence = threshold_for_precision(confidences, list(y), target_precision)

@@ -555,11 +555,16 @@ class VerifierRouter:
                        and evidence.evidence_span[1] <= int((d.meta or {}).get("char_end", 0))), documents[0])
         wanted_terms = content_terms(query, self.analyzer)
         near = set(self.analyzer(f"{evidence.lead_in_text}\n{evidence.evidence_text}")) if evidence is not None else set()
+        own = set(self.analyzer(evidence.evidence_text)) if evidence is not None else set()
+        read = {t for d in documents for t in self.analyzer(d.content or "")}
+        answer_terms = set(self.analyzer(str(best.data or "")))
+        share = (lambda part: len(wanted_terms & part) / len(wanted_terms)) if wanted_terms else (lambda part: 1.0)
         others = [answer_score(a) for a in answers if a is not best and not is_abstention(a)]
         no_answer = max((answer_score(a) for a in answers if is_abstention(a)), default=0.0)
         return answer_signals(
             answer_score=answer_score(best), other_scores=others, no_answer=no_answer, window=window,
-            windows=documents, term_coverage=len(wanted_terms & near) / len(wanted_terms) if wanted_terms else 1.0,
+            windows=documents, term_coverage=share(near), sentence_coverage=share(own), missing_terms=1.0 - share(read),
+            answer_in_question=len(answer_terms & set(self.analyzer(query))) / len(answer_terms) if answer_terms else 0.0,
             asks_type=wanted(query) is not None, typed=bool(meta.get("short_answer")), level=level,
             answer_text=str(best.data or ""), evidence_coverage=evidence.coverage if evidence is not None else 0.0)
 
