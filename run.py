@@ -133,7 +133,8 @@ def _main(args, err) -> int:
         data = args.eval
     pipeline, spec = load_pipeline(args.pipeline, data=data, cache_dir=args.cache_dir)
     audit = None if args.no_audit or args.eval else ((spec.get("metadata") or {}).get("spanqa") or {}).get("audit_log")
-    runner = QueryRunner(pipeline, audit_log=audit)
+    ttl = None if args.eval else ((spec.get("metadata") or {}).get("spanqa") or {}).get("answer_cache_ttl_s")
+    runner = QueryRunner(pipeline, audit_log=audit, answer_cache_ttl_s=ttl)
     if args.calibrate and runner.verifier:  # fitting a new combiner: a missing file is what is being made
         from pathlib import Path
 
@@ -207,7 +208,8 @@ def _evaluate(args, kind, runner, out, err) -> int:
         render.print_summary(out, summary)
         if summary.get("calibration", {}).get("yaml"):  # verbatim: rich must not wrap or mark up YAML
             out.print(summary["calibration"]["yaml"], markup=False, highlight=False, soft_wrap=True)
-    for warning in summary.get("calibration", {}).get("warnings", []):
+    for warning in summary.get("calibration", {}).get("warnings", []) + summary.get(
+            "confidence_calibration", {}).get("warnings", []):
         err.print(f"[yellow]calibration:[/yellow] {warning}", highlight=False)
     return 0
 

@@ -72,8 +72,11 @@ def calibrate_confidence(rows: list[dict], runner, dataset: str, target_precisio
     old = verifier.calibrator(kind)
     target = target_precision if target_precision is not None else (old.target_precision if old else None) or 0.9
     choose, report = halves(rows)
-    cal = fit_calibrator(choose, target, {"dataset": Path(dataset).name, "half": f"choose (seed {SEED})",
-                                          "served_by": runner.models()})
+    try:
+        cal = fit_calibrator(choose, target, {"dataset": Path(dataset).name, "half": f"choose (seed {SEED})",
+                                              "served_by": runner.models()})
+    except SpanQAError as exc:  # too few answers: say so, keep the file as it is
+        return {"saved_to": None, "kind": kind, "warnings": [str(exc)]}
     path = out_path or verifier.calibration
     saved = None
     if path:  # the other kind's combiner in the same file is kept

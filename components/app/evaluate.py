@@ -262,7 +262,8 @@ def evaluate_squad(runner, path: Path, progress: bool = True, limit: int | None 
             "route": result.get("route"), "spans": result.get("spans"), "answer_in_span": in_span,
             "em": exact_match(answer, q["golds"]), "f1": f1(answer, q["golds"]),
             "label": diagnosis.label, "reason": diagnosis.reason, "top_score": rerank_score(result),
-            "reader_tokens": result.get("_reader_tokens", 0), "rankings": _rankings(result["_stages"]),
+            "reader_tokens": result.get("_reader_tokens", 0), "full_document_tokens": result.get("_full_document_tokens", 0),
+            "rankings": _rankings(result["_stages"]),
             "supported": bool(result.get("_supported")), "confidence": result.get("confidence"),
             "signals": result.get("_signals"),
             "answer_correct": answer_correct(result.get("answer") or (result.get("rejected_answer") if result.get(
@@ -276,6 +277,9 @@ def evaluate_squad(runner, path: Path, progress: bool = True, limit: int | None 
     reading["not_found_rate_unanswerable"] = (
         sum(r["answer"] is None for r in unanswerable) / len(unanswerable) if unanswerable else None)
     reading["mean_reader_tokens"] = sum(r["reader_tokens"] for r in rows) / len(rows) if rows else None
+    full = sum(r["full_document_tokens"] for r in rows)
+    reading["mean_full_document_tokens"] = full / len(rows) if rows else None  # the full-document path's cost
+    reading["reader_token_ratio"] = sum(r["reader_tokens"] for r in rows) / full if full else None
     reading["verdicts"] = dict(Counter(r["verdict"] for r in rows))
     metrics, curves = stage_metrics(rows, qrels)
     scores = {"answerable": [r["top_score"] for r in answerable if r["top_score"] is not None],

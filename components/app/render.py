@@ -79,7 +79,8 @@ def print_summary(console: Console, summary: dict[str, Any]) -> None:
     reading = summary.get("reading") or {}
     if reading:
         keys = ("exact", "f1", "HasAns_f1", "NoAns_exact", "answer_in_span_rate", "not_found_rate_unanswerable",
-                "abstention_precision", "abstention_recall", "mean_reader_tokens")
+                "abstention_precision", "abstention_recall", "mean_reader_tokens", "mean_full_document_tokens",
+                "reader_token_ratio")
         console.print("[bold]reading[/bold]   " + "  ".join(
             f"{k} {reading[k]:.3f}" for k in keys if isinstance(reading.get(k), (int, float))))
         console.print(f"[bold]verdicts[/bold]  {reading.get('verdicts')}")
@@ -97,6 +98,6 @@ def print_summary(console: Console, summary: dict[str, Any]) -> None:
                                               "coverage_at_precision_0.8", "aurc", "ece")
                 if isinstance(m.get(k), (int, float))))
     cc = summary.get("confidence_calibration")
-    if cc:
+    if cc and cc.get("saved_to"):
         console.print(f"[bold]confidence[/bold] fitted on the choose half, saved to {escape(str(cc['saved_to']))}; "
                       f"min_confidence {cc['min_confidence']:.3f} for target precision {cc['target_precision']}")

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import copy
+import hashlib
 import json
 import os
 import threading
@@ -17,6 +19,8 @@ from pathlib import Path
 from typing import Any
 
 from haystack import tracing
+
+from components.core.memo import MISSING, Memo
 from haystack.tracing import Span, Tracer
 
 NOT_FOUND_TEXT = "not found in the source"
@@ -109,8 +113,13 @@ def unique_doc_ids(documents) -> list[str]:
 class QueryRunner:
     """Runs one pipeline for many questions; knows which components play which role by their class."""
 
-    def __init__(self, pipeline, audit_log: str | None = None):
+    def __init__(self, pipeline, audit_log: str | None = None, answer_cache_ttl_s: float | None = None):
         self.pipeline = pipeline
+        # exact repeats of a question (same pipeline, same index, same options) within the TTL are answered from
+        # memory; ``None`` or 0 turns the cache off
+        self.answer_cache = Memo(maxsize=4096, ttl_s=answer_cache_ttl_s) if answer_cache_ttl_s else None
+        self._pipeline_hash = hashlib.sha256(
+            json.dumps(pipeline.to_dict(), sort_keys=True, default=str).encode()).hexdigest()[:16]
         self.retriever = next(iter(_by_type(pipeline, "HybridRetriever")), None)
         self.joiner = next(iter(_by_type(pipeline, "RRFJoiner")), None)
         self.ranker = next(iter(_by_type(pipeline, "CrossEncoderRanker")), None)
@@ -141,6 +150,14 @@ class QueryRunner:
 
     def models(self) -> dict[str, str]:
         return {name: comp.served_by for name, comp in self.pipeline.walk() if getattr(comp, "served_by", "")}
+
+    def confidence_bar(self) -> float | None:
+        """The min_confidence in force for this pipeline's answers (None: no bar)."""
+        if not self.verifier or not self.readers:
+            return None
+        from components.app.confidence_eval import reader_kind
+
+        return self.pipeline.get_component(self.verifier).confidence_bar(reader_kind(self))
 
     def store(self):
         return self.pipeline.get_component(self.retriever).document_store
@@ -176,6 +193,28 @@ class QueryRunner:
         When the answer is NOT_FOUND and the corpus has superseded documents (left out of retrieval), the
         question is asked once more of those alone: if one of them answers, the result stays NOT_FOUND with
         reason ``only_superseded_sources`` naming them, so the user learns that only an outdated source answers."""
+        start = time.perf_counter()
+        key = None
+        if self.answer_cache is not None:
+            if not self.warmed:
+                self.warm_up()
+            key = (self._pipeline_hash, self.store().stats.get("key"), query, json.dumps(filters, sort_keys=True),
+                   top_k, retrieval_depth)
+            hit = self.answer_cache.get(key)
+            if hit is not MISSING:
+                result = copy.deepcopy(hit)
+                result["route"] = ["cache:answer", *result.get("route", [])]
+                result["timings_ms"] = {"answer_cache": round((time.perf_counter() - start) * 1000, 3)}
+                if self.audit_log is not None and self.readers:
+                    self._audit(result)
+                return result
+        result = self._answer_fresh(query, filters, top_k, retrieval_depth)
+        if key is not None:
+            self.answer_cache.put(key, copy.deepcopy(result))
+        return result
+
+    def _answer_fresh(self, query: str, filters: dict | None, top_k: int | None,
+                      retrieval_depth: int | None) -> dict[str, Any]:
         result = self._ask(query, filters, top_k, retrieval_depth)
         retriever = self.pipeline.get_component(self.retriever)
         if (self.readers and result.get("verdict") == "NOT_FOUND" and retriever.superseded == "exclude"
@@ -235,6 +274,10 @@ class QueryRunner:
             result["_read"] = [doc_json(w) for w in windows]
             usage = result.get("usage") or {}
             result["_reader_tokens"] = usage.get("prompt_tokens") or sum(len(w.content.split()) for w in windows)
+            # what a full-document reader would be sent instead: the whole source documents of those windows
+            store = self.store()
+            result["_full_document_tokens"] = sum(len(store.source(d)[0].text.split())
+                                                  for d in dict.fromkeys(w.meta.get("doc_id") for w in windows))
             no_answer = (out.get(self.ranker, {}).get("no_answer") or [None])[0] if self.ranker else None
             if no_answer is not None:  # the ranker abstained: its best score, not a fused RRF score
                 result["_top_score"] = no_answer.meta.get("best_score")

@@ -28,6 +28,12 @@ ALLOWED_TYPE_PREFIXES = ("components.", "haystack.")
 TOP_LEVEL_KEYS = {"components", "connections", "metadata", "max_runs_per_component", "connection_type_validation",
                   "inputs", "outputs"}
 _NO_VALUE = object()
+# metadata.spanqa: what run.py (and the server) read from a pipeline file
+SPANQA_METADATA = {
+    "audit_log": (str | None, lambda v: v is None or bool(v.strip()), "a file path or null"),
+    "answer_cache_ttl_s": (float | None, lambda v: v is None or v >= 0, "a number of seconds ≥ 0 or null"),
+    "allow_paths_outside": (bool, lambda v: True, "true or false"),
+}
 
 
 def _where(path: str | Path, name: str | None = None, cls: str | None = None) -> str:
@@ -189,6 +195,14 @@ def validate_spec(path: str | Path, spec: Any) -> dict[str, type]:
     metadata = spec.get("metadata") or {}
     if not isinstance(metadata, dict) or not isinstance(metadata.get("spanqa") or {}, dict):
         raise SpanQAError(f"{_where(path)}: 'metadata' (and metadata.spanqa) must be mappings.")
+    for key, value in (metadata.get("spanqa") or {}).items():
+        expected = SPANQA_METADATA.get(key)
+        if expected is None:
+            raise SpanQAError(f"{_where(path)}: metadata.spanqa has unknown key '{key}'; known: "
+                              f"{', '.join(sorted(SPANQA_METADATA))}.")
+        hint, check, what = expected
+        if not (matches(value, hint) and check(value)):
+            raise SpanQAError(f"{_where(path)}: metadata.spanqa.{key} is {value!r:.60}, but it must be {what}.")
     classes = {}
     for name, comp in spec["components"].items():
         if not isinstance(name, str) or not name or "." in name:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from haystack import Document, component, default_from_dict, default_to_dict
@@ -68,6 +69,24 @@ class SentenceWindowExpander:
 
     @component.output_types(documents=list[Document])
     def run(self, documents: list[Document]) -> dict[str, list[Document]]:
+        windows = self._expand(documents)
+        if self.mode == "widen" and _spans(windows) == _spans(documents):
+            # the paragraph adds nothing to what was read: never read the same text twice — go on to the
+            # whole passage (or, already there, let the verifier end the loop on what it has read)
+            level = (documents[0].meta or {}).get("widen_to") if documents else None
+            if level == "paragraph":
+                windows = self._expand([replace(d, meta={**d.meta, "widen_to": "passage"}) for d in documents])
+                note = ["widen:paragraph (unchanged)", "widen:passage"]
+            else:
+                note = [f"widen:{level} (unchanged)"]
+            for w in windows:
+                route = list(w.meta.get("route") or [])
+                if route and route[-1].startswith("widen:"):
+                    route = route[:-1]
+                w.meta["route"] = route + note
+        return {"documents": windows}
+
+    def _expand(self, documents: list[Document]) -> list[Document]:
         targets: dict[str, list[tuple[int, int, str, Document]]] = {}
         for doc in documents:
             s, e, level = self._target(doc)
@@ -87,4 +106,8 @@ class SentenceWindowExpander:
         windows.sort(key=lambda d: -(d.score if d.score is not None else float("-inf")))
         if self.max_windows:
             windows = windows[: self.max_windows]
-        return {"documents": windows}
+        return windows
+
+
+def _spans(documents: list[Document]) -> set[tuple]:
+    return {(d.meta.get("doc_id"), d.meta.get("char_start"), d.meta.get("char_end")) for d in documents}

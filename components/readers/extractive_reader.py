@@ -15,6 +15,7 @@ from components.core import sentence_reader, short_answer
 from components.core.analysis import Analyzer
 from components.core.errors import SpanQAError
 from components.core.injection import is_directive
+from components.core.memo import MISSING, Memo
 from components.core.models import (
     fallback_label,
     load_hf_model,
@@ -194,6 +195,7 @@ class ExtractiveReader:
         self._unit_vectors: dict[str, np.ndarray] = {}
         self._cache_lock = threading.Lock()
         self._tokenizer_lock = threading.Lock()
+        self._reads = Memo(maxsize=256)
         self._analyzer = Analyzer()
 
     # ------------------------------------------------------------------ lifecycle
@@ -274,10 +276,13 @@ class ExtractiveReader:
         windows = [doc for doc in documents if doc.content is not None]
         if len(windows) < len(documents):
             logger.warning("ExtractiveReader: {n} document(s) without text were ignored.", n=len(documents) - len(windows))
-        if self._embedder is not None:
-            answers, no_answer_prob = self._read_sentences(query, windows, top_k)
-        else:
-            answers, no_answer_prob = self._read_spans(query, windows, top_k)
+        # the same question on the same texts (a widening that added nothing, a repeated question) is read once
+        key = (query, top_k, tuple((w.content, w.meta.get("doc_id"), w.meta.get("char_start")) for w in windows))
+        cached = self._reads.get(key)
+        if cached is MISSING:
+            read = self._read_sentences if self._embedder is not None else self._read_spans
+            cached = self._reads.put(key, read(query, windows, top_k))
+        answers, no_answer_prob = list(cached[0]), cached[1]
         if self.no_answer:
             answers.append(no_answer_answer(query, no_answer_prob))
         answers.sort(key=lambda a: a.score, reverse=True)

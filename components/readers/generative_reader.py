@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import logging
+import json
 from typing import Any
 
 from haystack import Document, GeneratedAnswer, component, default_from_dict, default_to_dict
 
 from components.core.citations import STOP_STRINGS, SYSTEM_PROMPT, build_messages, resolve_answer, select_passages
+from components.core.memo import MISSING, Memo
 from components.core.generation import DEFAULT_LOCAL_MODEL, TextGenerator, make_generator
 
 logger = logging.getLogger(__name__)
@@ -91,6 +93,7 @@ class GenerativeReader:
         self.timeout = timeout
         self.system_prompt = system_prompt
         self.allow_insecure_http = bool(allow_insecure_http)
+        self._generations = Memo(maxsize=256)
         self.generator: TextGenerator | None = None  # may be injected before warm_up()
         self.served_by = ""
 
@@ -162,7 +165,11 @@ class GenerativeReader:
             return {"answers": [GeneratedAnswer(data=None, query=query, documents=[], meta=meta)]}
 
         messages = build_messages(query, passages, self.system_prompt or SYSTEM_PROMPT)
-        result = self.generator.generate(messages, self.max_new_tokens, stop=STOP_STRINGS)
+        key = json.dumps(messages, sort_keys=True)  # the same prompt (a widening that added nothing) is sent once
+        result = self._generations.get(key)
+        cached = result is not MISSING
+        if not cached:
+            result = self._generations.put(key, self.generator.generate(messages, self.max_new_tokens, stop=STOP_STRINGS))
         resolved = resolve_answer(result.text, passages)
         if resolved.dropped:
             logger.warning(
@@ -171,7 +178,8 @@ class GenerativeReader:
         meta = {
             **base,
             **resolved.meta(),
-            "usage": {"prompt_tokens": result.prompt_tokens, "completion_tokens": result.completion_tokens},
+            "usage": {"prompt_tokens": 0 if cached else result.prompt_tokens,
+                      "completion_tokens": 0 if cached else result.completion_tokens, "cached": cached},
         }
         cited_docs = [documents[p.index] for p in resolved.cited]
         answer = GeneratedAnswer(data=resolved.data, query=query, documents=cited_docs, meta=meta)

@@ -27,6 +27,7 @@ from components.core.index import (
     remove_stale_temporaries,
     save_index,
 )
+from components.core.memo import MISSING, Memo
 from components.core.loaders import LoadLimits, LoadReport, SourceDocument, load_corpus
 from components.core.models import load_sentence_transformer, resolve_model, torch_device
 
@@ -103,6 +104,7 @@ class SpanStore:
             embed_title=embed_title,
         )
         self._index: CorpusIndex | None = None
+        self._query_vectors = Memo(maxsize=4096)
         self._extra: list[SourceDocument] = []  # documents added with write_documents
         self._filter_docs: list[Document] | None = None
         self.load_report: LoadReport | None = None
@@ -143,8 +145,18 @@ class SpanStore:
         )
 
     def embed_query(self, text: str) -> np.ndarray:
-        vec = self.embedder.encode([self.query_prefix + text], normalize_embeddings=True, convert_to_numpy=True)
-        return vec[0].astype(np.float32)
+        """The query's normalised embedding; repeated questions (support questions repeat) are served from a
+        small memo (``query_cache_hits`` counts them)."""
+        hit = self._query_vectors.get(text)
+        if hit is not MISSING:
+            return hit
+        vec = self.embedder.encode([self.query_prefix + text], normalize_embeddings=True, convert_to_numpy=True,
+                                   show_progress_bar=False)
+        return self._query_vectors.put(text, vec[0].astype(np.float32))
+
+    @property
+    def query_cache_hits(self) -> int:
+        return self._query_vectors.hits
 
     # -- the index -----------------------------------------------------------------------------------------
     def open(self, refresh: bool = False) -> CorpusIndex:

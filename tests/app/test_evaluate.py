@@ -180,12 +180,17 @@ def test_beir_retrieval_eval_json_metrics_and_report(data):
 
 def test_squad_extractive_eval_with_calibration_and_report(data):
     report = data.root / "squad-report"
+    shipped = (ROOT / "pipelines/calibration/offline.json").read_bytes()
     code, out, err = run_eval("pipelines/extractive.yaml", data.squad, data.cache, "--json", "--report", str(report),
-                              "--calibrate")
+                              "--calibrate", "--calibration-out", str(data.root / "cal.json"))
     assert code == 0, err
+    assert (ROOT / "pipelines/calibration/offline.json").read_bytes() == shipped  # never the shipped file
     summary = json.loads(out)
-    for key in ("retrieval", "recall_curves", "reading", "taxonomy", "scores", "calibration", "models"):
+    for key in ("retrieval", "recall_curves", "reading", "taxonomy", "scores", "calibration", "models", "selective"):
         assert key in summary, key
+    # four questions are too few to fit a combiner: said, and nothing written
+    assert "could not fit the confidence combiner" in " ".join(err.split())
+    assert summary["confidence_calibration"]["saved_to"] is None and not (data.root / "cal.json").exists()
     assert {"fused", "reranked"} <= set(summary["retrieval"])
     assert summary["retrieval"]["fused"]["queries"] == 2  # the answerable questions have a gold paragraph
     reading = summary["reading"]

@@ -95,9 +95,9 @@ def test_build_messages_numbers_sources_question_and_instructions(docs):
     assert NOT_IN_CONTEXT in system["content"] and "[2]" in system["content"]
     body = user["content"]
     i0 = body.index("Passages:\n")
-    i1 = body.index("\n[1] (source: Refund policy) Annual plans")
-    i2 = body.index("\n[2] (source: Refund policy) Refunds go back")
-    i3 = body.index("\n[3] (source: Hub Mini) The Hub Mini")
+    i1 = body.index("\n[1] (source: Refund policy) «Annual plans")
+    i2 = body.index("\n[2] (source: Refund policy) «Refunds go back")
+    i3 = body.index("\n[3] (source: Hub Mini) «The Hub Mini")
     assert i0 < i1 < i2 < i3  # the second-strongest (hub) comes last
     assert body.endswith("\nQuestion: How long is the refund window?\nAnswer:")
     assert body.startswith("Example:\n")  # the worked example comes before the real passages

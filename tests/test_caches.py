@@ -1,0 +1,55 @@
+"""Never read the same text twice: a widening that adds nothing goes on (and says so), repeated reads and
+query embeddings come from memory, exact repeats of a question hit the answer cache — same results each time."""
+
+from pathlib import Path
+
+import pytest
+from haystack import Document
+
+from components.app.pipeline_io import load_pipeline
+from components.app.runner import QueryRunner
+from components.expanders.sentence_window_expander import SentenceWindowExpander
+from components.stores.span_store import SpanStore
+
+ROOT = Path(__file__).resolve().parent.parent
+TEXT = "Only one paragraph here. It has two sentences.\n"
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory):
+    data = tmp_path_factory.mktemp("kb")
+    (data / "one.txt").write_text(TEXT)
+    s = SpanStore(data_dir=str(data), cache_dir=str(tmp_path_factory.mktemp("cache")), progress=False)
+    s.open()
+    return s
+
+
+def test_a_paragraph_that_adds_nothing_goes_straight_to_the_passage(store):
+    widener = SentenceWindowExpander(document_store=store, mode="widen")
+    end = len(TEXT.rstrip())
+    doc = Document(content=TEXT[:end], meta={"doc_id": "one.txt", "char_start": 0, "char_end": end, "level": "window",
+                                             "widen_to": "paragraph", "route": ["read", "verify:PARTIAL", "widen:paragraph"]})
+    (out,) = widener.run(documents=[doc])["documents"]
+    assert out.meta["level"] == "passage"
+    assert out.meta["route"][-2:] == ["widen:paragraph (unchanged)", "widen:passage"]
+    again = Document(content=out.content, meta={**out.meta, "widen_to": "passage", "route": [*out.meta["route"]]})
+    (last,) = widener.run(documents=[again])["documents"]
+    assert last.meta["route"][-1] == "widen:passage (unchanged)"
+
+
+def test_query_embeddings_are_memoised(store):
+    first = store.embed_query("how many sentences")
+    hits = store.query_cache_hits
+    assert (store.embed_query("how many sentences") == first).all() and store.query_cache_hits == hits + 1
+
+
+def test_answer_cache_hits_give_the_same_answer(tmp_path):
+    pipeline, _ = load_pipeline(ROOT / "pipelines/extractive.yaml", data=str(ROOT / "data/kb"), cache_dir=str(tmp_path))
+    runner = QueryRunner(pipeline, answer_cache_ttl_s=60)
+    q = "How many devices can the Hub Mini control?"
+    fresh = runner.ask(q)
+    cached = runner.ask(q)
+    assert cached["route"] == ["cache:answer", *fresh["route"]] and set(cached["timings_ms"]) == {"answer_cache"}
+    assert {k: cached[k] for k in ("answer", "verdict", "spans", "confidence")} == {
+        k: fresh[k] for k in ("answer", "verdict", "spans", "confidence")}
+    assert runner.ask(q, top_k=3)["route"][0] != "cache:answer"  # other options: another key
