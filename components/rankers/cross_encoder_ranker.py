@@ -8,6 +8,7 @@ from haystack import Document, component, default_from_dict, default_to_dict, lo
 from haystack.dataclasses import ExtractedAnswer
 
 from components.core.models import (
+    PRECISIONS,
     fallback_label,
     load_cross_encoder,
     load_sentence_transformer,
@@ -142,6 +143,7 @@ class CrossEncoderRanker:
         query_prefix: str = "",
         document_prefix: str = "",
         fallback_order: str = "fused",
+        precision: str = "fp32",
     ) -> None:
         """
         Create the ranker; nothing is loaded until ``warm_up()``.
@@ -164,6 +166,7 @@ class CrossEncoderRanker:
         :param fallback_order: How the bi-encoder fallback orders passages: ``"fused"`` (the incoming order,
             default), ``"fused_cosine"`` (RRF of the incoming rank and the cosine rank) or ``"cosine"``. The abstention
             threshold is always on the best cosine.
+        :param precision: ``"fp32"`` or ``"int8"`` (torch dynamic quantisation of the cross-encoder, CPU only).
         """
         if top_k <= 0:
             raise ValueError(f"CrossEncoderRanker: top_k must be > 0, got {top_k}")
@@ -174,6 +177,9 @@ class CrossEncoderRanker:
         if fallback_order not in FALLBACK_ORDERS:
             raise ValueError(f"CrossEncoderRanker: fallback_order must be one of {FALLBACK_ORDERS}, got {fallback_order!r}")
         self.fallback_order = fallback_order
+        if precision not in PRECISIONS:
+            raise ValueError(f"CrossEncoderRanker: precision must be one of {PRECISIONS}, got {precision!r}")
+        self.precision = precision
         self.model = str(model)
         self.device = device
         self.top_k = top_k
@@ -199,7 +205,7 @@ class CrossEncoderRanker:
         device = torch_device(self.device)
         resolved, fallback = resolve_or_fallback(self.model, self.fallback, self.fallback_model, type(self).__name__)
         if fallback is None:
-            self._cross_encoder = load_cross_encoder(resolved.path, device, self.max_length)
+            self._cross_encoder = load_cross_encoder(resolved.path, device, self.max_length, self.precision)
             self.served_by = resolved.describe()
             return
         self._bi_encoder = load_sentence_transformer(resolved.path, device)
@@ -328,6 +334,7 @@ class CrossEncoderRanker:
             query_prefix=self.query_prefix,
             document_prefix=self.document_prefix,
             fallback_order=self.fallback_order,
+            precision=self.precision,
         )
 
     @classmethod

@@ -17,6 +17,7 @@ from components.core.errors import SpanQAError
 from components.core.injection import is_directive
 from components.core.memo import MISSING, Memo
 from components.core.models import (
+    PRECISIONS,
     fallback_label,
     load_hf_model,
     load_sentence_transformer,
@@ -133,6 +134,7 @@ class ExtractiveReader:
         fallback: str | None = None,
         fallback_embedding_model: str = "sentence-transformers/all-MiniLM-L6-v2",
         short_answers: str | None = None,
+        precision: str = "fp32",
     ) -> None:
         """
         Create the reader; nothing is loaded until ``warm_up()``.
@@ -156,6 +158,7 @@ class ExtractiveReader:
         :param short_answers: spaCy pipeline (e.g. ``en_core_web_sm``) with which the ``"sentence"`` fallback
             narrows its answer to the typed value a question asks for (a number with its unit, a date, a
             person, an identifier …) inside the chosen sentence; ``None`` answers with the sentence.
+        :param precision: ``"fp32"`` or ``"int8"`` (torch dynamic quantisation of the QA model, CPU only).
         """
         if top_k <= 0:
             raise ValueError(f"ExtractiveReader: top_k must be > 0, got {top_k}")
@@ -185,6 +188,9 @@ class ExtractiveReader:
         self.fallback = fallback
         self.fallback_embedding_model = str(fallback_embedding_model)
         self.short_answers = short_answers
+        if precision not in PRECISIONS:
+            raise ValueError(f"ExtractiveReader: precision must be one of {PRECISIONS}, got {precision!r}")
+        self.precision = precision
         self._nlp = None
         self._nlp_lock = threading.Lock()
 
@@ -222,7 +228,7 @@ class ExtractiveReader:
                 fallback=resolved.describe(),
             )
             return
-        tokenizer, model = load_hf_model(resolved.path, "AutoModelForQuestionAnswering", device)
+        tokenizer, model = load_hf_model(resolved.path, "AutoModelForQuestionAnswering", device, precision=self.precision)
         if not getattr(tokenizer, "is_fast", False):
             raise SpanQAError(
                 f"ExtractiveReader: the tokenizer of '{self.model}' ({resolved.path}) is not a fast (Rust) "
@@ -252,6 +258,7 @@ class ExtractiveReader:
             fallback=self.fallback,
             fallback_embedding_model=self.fallback_embedding_model,
             short_answers=self.short_answers,
+            precision=self.precision,
         )
 
     @classmethod

@@ -178,8 +178,9 @@ class GenerativeReader:
         meta = {
             **base,
             **resolved.meta(),
-            "usage": {"prompt_tokens": 0 if cached else result.prompt_tokens,
-                      "completion_tokens": 0 if cached else result.completion_tokens, "cached": cached},
+            # tokens actually sent: none when the same prompt was answered before (then "cached": true)
+            "usage": {"prompt_tokens": 0, "completion_tokens": 0, "cached": True} if cached else {
+                "prompt_tokens": result.prompt_tokens, "completion_tokens": result.completion_tokens},
         }
         cited_docs = [documents[p.index] for p in resolved.cited]
         answer = GeneratedAnswer(data=resolved.data, query=query, documents=cited_docs, meta=meta)

@@ -227,7 +227,7 @@ def cosines(model, query, texts):
 
 def test_bi_encoder_fallback_scores_are_cosines(minilm, caplog):
     docs = make_docs()
-    r = CrossEncoderRanker(model=MISSING, fallback="bi_encoder", top_k=6, device="cpu")
+    r = CrossEncoderRanker(model=MISSING, fallback="bi_encoder", top_k=6, device="cpu", fallback_order="cosine")
     with caplog.at_level(logging.WARNING):
         r.warm_up()
     assert r.served_by == f"fallback:bi_encoder ({MISSING} unavailable)"
@@ -243,7 +243,7 @@ def test_bi_encoder_fallback_scores_are_cosines(minilm, caplog):
 
 def test_bi_encoder_prefixes(minilm):
     docs = make_docs()
-    r = CrossEncoderRanker(model=MISSING, fallback="bi_encoder", top_k=6, device="cpu",
+    r = CrossEncoderRanker(model=MISSING, fallback="bi_encoder", top_k=6, device="cpu", fallback_order="cosine",
                            query_prefix="query: ", document_prefix="passage: ")
     r.warm_up()
     got = {d.meta["doc_id"]: d.score for d in r.run(query=QUERY, documents=docs)["documents"]}
@@ -261,7 +261,8 @@ def test_fallback_uses_its_own_threshold():
     lenient.warm_up()
     out = lenient.run(query=QUERY, documents=docs)
     assert set(out) == {"documents"}
-    best = out["documents"][0].score
+    best = out["documents"][0].meta["rerank_gate"]  # the best cosine, whatever order the fallback keeps
+    assert best == pytest.approx(max(d.meta["rerank_cosine"] for d in out["documents"]))
 
     strict = CrossEncoderRanker(model=MISSING, fallback="bi_encoder", score_threshold=-100.0,
                                 fallback_score_threshold=best + 0.01, device="cpu")
@@ -299,3 +300,16 @@ def test_to_dict_from_dict_round_trip():
     assert again.to_dict() == data
     assert again.meta_fields_to_embed == ["title", "source"] and again.score_threshold == -1.5
     assert CrossEncoderRanker().to_dict()["init_parameters"]["meta_fields_to_embed"] == ["title"]
+
+
+def test_fallback_order_scores_keep_or_fuse_the_incoming_order():
+    from components.rankers.cross_encoder_ranker import fallback_order_scores
+
+    cosines = [0.2, 0.9, 0.5]  # incoming (fused) order: 0, 1, 2
+    order = lambda scores: sorted(range(3), key=lambda i: -scores[i])
+    assert order(fallback_order_scores(cosines, "fused")) == [0, 1, 2]
+    assert order(fallback_order_scores(cosines, "cosine")) == [1, 2, 0]
+    fused = fallback_order_scores(cosines, "fused_cosine", k=60)
+    # doc 1: 1/62 + 1/61 ; doc 0: 1/61 + 1/63 ; doc 2: 1/63 + 1/62
+    assert fused == pytest.approx([1 / 61 + 1 / 63, 1 / 62 + 1 / 61, 1 / 63 + 1 / 62])
+    assert order(fused) == [1, 0, 2]

@@ -39,7 +39,7 @@ def test_bm25_finds_identifier_and_offsets_slice_source(store):
 
 
 def test_filters_apply_before_the_cut(store):
-    retriever = HybridRetriever(store, top_k=4)
+    retriever = HybridRetriever(store, top_k=4, superseded="include")  # a filter may ask for superseded documents
     f = {"field": "meta.status", "operator": "==", "value": "superseded"}
     out = retriever.run(query="refund window annual plans", filters=f)
     assert [d.meta["doc_id"] for d in out["dense_documents"]] == ["refund-policy-2023.md"]
