@@ -48,4 +48,5 @@ def test_extractive_yaml_runs_its_verifier_loop_in_plain_haystack(tmp_path, monk
     assert nf.data is None and nf.meta["verdict"] == "NOT_FOUND"
     route = nf.meta["route"]
     assert route[:4] == ["retrieve", "rerank", "expand", "read"] and route[-1].startswith("verify:")
-    assert "widen:passage" in route  # the loop ran to the widest level before giving up
+    assert any(r.startswith("widen:passage") for r in route)  # the loop reached the widest level ("(unchanged)":
+    # the passage added nothing to what was read, so the reader answered from memory instead of reading again)
