@@ -109,6 +109,35 @@ def answer_signals(*, answer_score: float, other_scores: Sequence[float], no_ans
     }
 
 
+def verified_signals(query: str, answer, score: float, other_scores: Sequence[float], no_answer: float,
+                     documents: Sequence, evidence, level: str, analyzer) -> dict[str, float]:
+    """``answer_signals`` of a verified answer from what the verifier holds: its ``Evidence``
+    (``components.core.verification``), the read documents and the analyzer that made the question's terms."""
+    from components.core.short_answer import wanted
+    from components.core.verification import content_terms
+
+    meta = getattr(answer, "meta", None) or {}
+    span = evidence.evidence_span if evidence is not None else None
+    window = next((d for d in documents if span is not None and (d.meta or {}).get("doc_id") == evidence.doc_id
+                   and int((d.meta or {}).get("char_start", 0)) <= span[0]
+                   and span[1] <= int((d.meta or {}).get("char_end", 0))), documents[0])
+    wanted_terms = content_terms(query, analyzer)
+    near = set(analyzer(f"{evidence.lead_in_text}\n{evidence.evidence_text}")) if evidence is not None else set()
+    own = set(analyzer(evidence.evidence_text)) if evidence is not None else set()
+    read = {t for d in documents for t in analyzer(d.content or "")}
+    answer_terms = set(analyzer(str(answer.data or "")))
+
+    def share(part: set) -> float:
+        return len(wanted_terms & part) / len(wanted_terms) if wanted_terms else 1.0
+
+    return answer_signals(
+        answer_score=score, other_scores=other_scores, no_answer=no_answer, window=window, windows=documents,
+        term_coverage=share(near), sentence_coverage=share(own), missing_terms=1.0 - share(read),
+        answer_in_question=len(answer_terms & set(analyzer(query))) / len(answer_terms) if answer_terms else 0.0,
+        asks_type=wanted(query) is not None, typed=bool(meta.get("short_answer")), level=level,
+        answer_text=str(answer.data or ""), evidence_coverage=evidence.coverage if evidence is not None else 0.0)
+
+
 @dataclass
 class Calibrator:
     """Logistic regression on standardised signals, with the threshold chosen for a target precision."""

@@ -9,12 +9,10 @@ from haystack.dataclasses import ExtractedAnswer, GeneratedAnswer
 from components.core.analysis import Analyzer
 from components.core.errors import SpanQAError
 from components.core.models import ModelUnavailableError, load_hf_model, resolve_model, torch_device
-from components.core.confidence import CalibrationFile, Calibrator, answer_kind, answer_signals
+from components.core.confidence import CalibrationFile, Calibrator, answer_kind, verified_signals
 from components.core.injection import directive_reason
 from components.core.params import check_fraction
-from components.core.short_answer import wanted
 from components.core.verification import (
-    content_terms,
     DEFAULT_HYPOTHESIS,
     LEVELS,
     NOT_FOUND,
@@ -548,25 +546,11 @@ class VerifierRouter:
 
     def signals(self, query: str, best: Any, answers: list[Any], documents: list[Document], evidence: Evidence | None,
                 level: str) -> dict[str, float]:
-        """The confidence signals of a verified answer (``components.core.confidence.answer_signals``)."""
-        meta = best.meta or {}
-        window = next((d for d in documents if evidence is not None and (d.meta or {}).get("doc_id") == evidence.doc_id
-                       and int((d.meta or {}).get("char_start", 0)) <= evidence.evidence_span[0]
-                       and evidence.evidence_span[1] <= int((d.meta or {}).get("char_end", 0))), documents[0])
-        wanted_terms = content_terms(query, self.analyzer)
-        near = set(self.analyzer(f"{evidence.lead_in_text}\n{evidence.evidence_text}")) if evidence is not None else set()
-        own = set(self.analyzer(evidence.evidence_text)) if evidence is not None else set()
-        read = {t for d in documents for t in self.analyzer(d.content or "")}
-        answer_terms = set(self.analyzer(str(best.data or "")))
-        share = (lambda part: len(wanted_terms & part) / len(wanted_terms)) if wanted_terms else (lambda part: 1.0)
+        """The confidence signals of a verified answer (``components.core.confidence.verified_signals``)."""
         others = [answer_score(a) for a in answers if a is not best and not is_abstention(a)]
         no_answer = max((answer_score(a) for a in answers if is_abstention(a)), default=0.0)
-        return answer_signals(
-            answer_score=answer_score(best), other_scores=others, no_answer=no_answer, window=window,
-            windows=documents, term_coverage=share(near), sentence_coverage=share(own), missing_terms=1.0 - share(read),
-            answer_in_question=len(answer_terms & set(self.analyzer(query))) / len(answer_terms) if answer_terms else 0.0,
-            asks_type=wanted(query) is not None, typed=bool(meta.get("short_answer")), level=level,
-            answer_text=str(best.data or ""), evidence_coverage=evidence.coverage if evidence is not None else 0.0)
+        return verified_signals(query, best, answer_score(best), others, no_answer, documents, evidence, level,
+                                self.analyzer)
 
     def to_dict(self) -> dict[str, Any]:
         """Serialise the init parameters."""
