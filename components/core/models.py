@@ -214,7 +214,7 @@ def load_sentence_transformer(path: str, device: str = "cpu", precision: str = "
 
     model = SentenceTransformer(path, device=device, local_files_only=True)
     if precision == "int8":
-        model[0].auto_model = quantize_int8(model[0].auto_model, device)
+        quantize_int8(model, device)
     return model
 
 
@@ -225,7 +225,7 @@ def load_cross_encoder(path: str, device: str = "cpu", max_length: int | None = 
 
     model = CrossEncoder(path, device=device, max_length=max_length, local_files_only=True)
     if precision == "int8":
-        model.model = quantize_int8(model.model, device)
+        quantize_int8(model, device)
     return model
 
 
@@ -261,4 +261,4 @@ def quantize_int8(model, device: str = "cpu"):
     if not str(device).startswith("cpu"):
         raise SpanQAError(f"precision: int8 (torch dynamic quantisation) runs on the CPU only, not on {device}; "
                           f"use precision: fp32 there.")
-    return torch.ao.quantization.quantize_dynamic(model, {torch.nn.Linear}, dtype=torch.qint8)
+    return torch.ao.quantization.quantize_dynamic(model, {torch.nn.Linear}, dtype=torch.qint8, inplace=True)
