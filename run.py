@@ -35,6 +35,9 @@ def parse_args(argv=None):
                    help="with --calibrate: where to save the fitted confidence combiner (default: the file the "
                         "verifier's `calibration` names)")
     p.add_argument("--no-audit", action="store_true", help="do not append answers to the audit log")
+    p.add_argument("--min-confidence", type=float, metavar="P",
+                   help="the confidence bar for this run (replaces verifier.min_confidence; 0 answers whatever the "
+                        "verifier supports)")
     p.add_argument("--validate", action="store_true",
                    help="only check the pipeline YAML and resolve its models (nothing is indexed or answered)")
     return p.parse_args(argv)
@@ -79,6 +82,7 @@ def _check_cli_values(args) -> None:
     from components.core.params import check_fraction
 
     check_fraction("run.py", "--target-precision", args.target_precision, optional=True)
+    check_fraction("run.py", "--min-confidence", args.min_confidence, optional=True)
     args.filters = parse_filters(args.filters) if args.filters else None
 
 
@@ -135,6 +139,8 @@ def _main(args, err) -> int:
     audit = None if args.no_audit or args.eval else ((spec.get("metadata") or {}).get("spanqa") or {}).get("audit_log")
     ttl = None if args.eval else ((spec.get("metadata") or {}).get("spanqa") or {}).get("answer_cache_ttl_s")
     runner = QueryRunner(pipeline, audit_log=audit, answer_cache_ttl_s=ttl)
+    if args.min_confidence is not None and runner.verifier:
+        pipeline.get_component(runner.verifier).min_confidence = args.min_confidence
     if args.calibrate and runner.verifier:  # fitting a new combiner: a missing file is what is being made
         from pathlib import Path
 

@@ -1,0 +1,26 @@
+"""The confidence bar through run.py: the shipped bar holds back an answer whose confidence is below it (kept as
+rejected_answer), and --min-confidence 0 lets the verifier's answer through with its confidence."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+Q = "How many devices can the Hub Mini control?"
+
+
+def _ask(tmp_path, *extra):
+    proc = subprocess.run([sys.executable, "run.py", "pipelines/extractive.yaml", "--cache-dir", str(tmp_path / "c"),
+                           "--no-audit", "--json", "-q", Q, *extra], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout)
+
+
+def test_bar_holds_back_and_zero_lets_through(tmp_path):
+    held = _ask(tmp_path, "--min-confidence", "0.99")
+    assert held["verdict"] == "NOT_FOUND" and held["answer"] is None and held["reason"].startswith("low_confidence")
+    assert held["rejected_answer"] == "48 devices" and 0 < held["confidence"] < 0.99
+    given = _ask(tmp_path, "--min-confidence", "0")
+    assert given["verdict"] == "SUPPORTED" and given["answer"] == "48 devices"
+    assert given["confidence"] == held["confidence"]
