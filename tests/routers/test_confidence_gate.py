@@ -42,3 +42,21 @@ def test_above_the_bar_the_answer_carries_its_confidence(calibration):
 def test_min_confidence_in_yaml_overrides_the_files_bar(calibration):
     assert _run(calibration, score=0.4, min_confidence=0.0).get("answers")
     assert _run(calibration, score=0.9, min_confidence=0.9).get("not_found")
+
+
+def test_a_generated_answer_uses_the_generative_combiner(tmp_path):
+    from haystack.dataclasses import GeneratedAnswer
+
+    coef = [0.0] * len(SIGNALS)
+    coef[SIGNALS.index("evidence_coverage")] = 2.0
+    extractive = Calibrator(list(SIGNALS), [0.0] * len(SIGNALS), [1.0] * len(SIGNALS), [0.0] * len(SIGNALS), -3.0)
+    generative = Calibrator(list(SIGNALS), [0.0] * len(SIGNALS), [1.0] * len(SIGNALS), coef, 0.0)
+    path = tmp_path / "cal.json"
+    CalibrationFile({"extractive": extractive, "generative": generative}).save(path)
+    v = VerifierRouter(calibration=str(path), min_confidence=0.0)
+    v.warm_up()
+    g = GeneratedAnswer(data="within 30 days", query=QUERY, documents=[],
+                        meta={"evidence": [{"doc_id": "billing", "char_start": 18, "char_end": 127}], "score": 0.5})
+    (a,) = v.run(query=QUERY, answers=[g], documents=[doc(18, 127)])["answers"]
+    assert a.meta["signals"]["evidence_coverage"] == 1.0  # verbatim in its cited passage
+    assert a.meta["confidence"] == pytest.approx(1 / (1 + __import__("math").exp(-2.0)))  # not the extractive 0.047
