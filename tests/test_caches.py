@@ -53,3 +53,8 @@ def test_answer_cache_hits_give_the_same_answer(tmp_path):
     assert {k: cached[k] for k in ("answer", "verdict", "spans", "confidence")} == {
         k: fresh[k] for k in ("answer", "verdict", "spans", "confidence")}
     assert runner.ask(q, top_k=3)["route"][0] != "cache:answer"  # other options: another key
+
+
+def test_document_words_count_the_whole_source_once(store):
+    assert store.document_words("one.txt") == 8 == len(TEXT.split())
+    assert store._word_counts[1] == {"one.txt": 8}

@@ -276,7 +276,7 @@ class QueryRunner:
             result["_reader_tokens"] = usage.get("prompt_tokens") or sum(len(w.content.split()) for w in windows)
             # what a full-document reader would be sent instead: the whole source documents of those windows
             store = self.store()
-            result["_full_document_tokens"] = sum(len(store.source(d)[0].text.split())
+            result["_full_document_tokens"] = sum(store.document_words(d)
                                                   for d in dict.fromkeys(w.meta.get("doc_id") for w in windows))
             no_answer = (out.get(self.ranker, {}).get("no_answer") or [None])[0] if self.ranker else None
             if no_answer is not None:  # the ranker abstained: its best score, not a fused RRF score

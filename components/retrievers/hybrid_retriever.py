@@ -68,6 +68,7 @@ class HybridRetriever:
         self.superseded, self.superseded_status_field = superseded, superseded_status_field
         self.superseded_statuses = list(DEFAULT_SUPERSEDED if superseded_statuses is None else superseded_statuses)
         self.superseded_by_field = superseded_by_field
+        self._superseded_cache: tuple | None = None
         self.document_store, self.top_k, self.filters = document_store, top_k, filters
         self.bm25_k1, self.bm25_b, self.bm25_epsilon = bm25_k1, bm25_b, bm25_epsilon
         self.use_bm25, self.use_dense = use_bm25, use_dense
@@ -105,10 +106,21 @@ class HybridRetriever:
             for r, i in enumerate(order, start=1)
         ]
 
+    def _superseded_per_doc(self) -> np.ndarray:
+        """Per document of the open index: marked superseded, retired or archived (as configured). Derived once
+        per index (and per setting), not per query."""
+        index = self.document_store.open()
+        key = (id(index), self.superseded_status_field, tuple(self.superseded_statuses), self.superseded_by_field)
+        cached = self._superseded_cache
+        if cached is None or cached[0] != key:
+            per_doc = np.array([self._is_superseded(d.meta) for d in index.documents], dtype=bool)
+            cached = self._superseded_cache = (key, per_doc)
+        return cached[1]
+
     def superseded_documents(self) -> list[str]:
         """Ids of the documents whose metadata marks them superseded, retired or archived (as configured)."""
         index = self.document_store.open()
-        return [d.doc_id for d in index.documents if self._is_superseded(d.meta)]
+        return [index.documents[i].doc_id for i in np.flatnonzero(self._superseded_per_doc())]
 
     def _is_superseded(self, meta: dict) -> bool:
         status = str(meta.get(self.superseded_status_field) or "").strip().lower()
@@ -119,7 +131,7 @@ class HybridRetriever:
         if mode == "include":
             return None
         index = self.document_store.open()
-        per_doc = np.array([self._is_superseded(d.meta) for d in index.documents], dtype=bool)
+        per_doc = self._superseded_per_doc()
         if not per_doc.any() and mode == "exclude":
             return None
         chunk = per_doc[index.chunk_doc] if index.n_chunks else np.zeros(0, dtype=bool)

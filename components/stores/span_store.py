@@ -105,6 +105,7 @@ class SpanStore:
         )
         self._index: CorpusIndex | None = None
         self._query_vectors = Memo(maxsize=4096)
+        self._word_counts: tuple | None = None
         self._extra: list[SourceDocument] = []  # documents added with write_documents
         self._filter_docs: list[Document] | None = None
         self.load_report: LoadReport | None = None
@@ -277,6 +278,16 @@ class SpanStore:
             meta={**doc.meta, "doc_id": doc.doc_id, "chunk_id": index.chunk_id(i), "char_start": start,
                   "char_end": end, "kind": index.chunk_kind[i], "level": "chunk", **meta},
         )
+
+    def document_words(self, doc_id: str) -> int:
+        """Whitespace words of a whole source document (token accounting), counted once per document."""
+        index = self.open()
+        counts = self._word_counts
+        if counts is None or counts[0] is not index:
+            counts = self._word_counts = (index, {})
+        if doc_id not in counts[1]:
+            counts[1][doc_id] = len(self.source(doc_id)[0].text.split())
+        return counts[1][doc_id]
 
     def source(self, doc_id: str) -> tuple[SourceDocument, np.ndarray, np.ndarray]:
         """``(document, units, blocks)`` of a source document: its text and sentence/paragraph offsets."""
