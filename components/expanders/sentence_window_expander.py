@@ -9,7 +9,7 @@ from haystack import Document, component, default_from_dict, default_to_dict
 
 from components.core.errors import SpanQAError
 from components.core.windows import grow, merge
-from components.stores.span_store import SpanStore
+from components.stores.base import SpanIndexStore
 
 LEVELS = ("window", "paragraph", "passage")
 
@@ -32,7 +32,7 @@ class SentenceWindowExpander:
     ```
     """
 
-    def __init__(self, document_store: SpanStore, window: int = 3, mode: str = "window", widen_paragraphs: int = 1,
+    def __init__(self, document_store: SpanIndexStore, window: int = 3, mode: str = "window", widen_paragraphs: int = 1,
                  merge_gap: int = 0, max_windows: int | None = None):
         if mode not in ("window", "widen"):
             raise SpanQAError(f"SentenceWindowExpander: mode must be 'window' or 'widen' (got {mode!r}).")

@@ -1,17 +1,16 @@
-"""HybridRetriever: BM25 Okapi and dense (embedding) retrieval over a SpanStore, as two ranked lists."""
+"""HybridRetriever: BM25 Okapi and dense (embedding) retrieval over a span store, as two ranked lists."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
-import numpy as np
 from haystack import Document, component, default_from_dict, default_to_dict
 
-from components.core.bm25 import BM25Okapi, top_k as top_k_indices
 from components.core.errors import SpanQAError
 from components.core.filters import check_filters
 from components.core.params import check_choice, check_number, check_positive_int
-from components.stores.span_store import SpanStore
+from components.stores.base import BM25Params, Selection, SpanIndexStore, SupersededRule
 
 
 SUPERSEDED_MODES = ("exclude", "include")
@@ -20,7 +19,8 @@ DEFAULT_SUPERSEDED = ("superseded", "retired", "archived")
 
 @component
 class HybridRetriever:
-    """Ranks the chunks of a ``SpanStore`` twice: BM25 Okapi (rank_bm25's formula, stemmed terms) and cosine
+    """Ranks the chunks of a span store (``SpanStore`` in memory, ``PgSpanStore`` in PostgreSQL) twice: BM25
+    Okapi (rank_bm25's formula, stemmed terms) and cosine
     similarity of normalised sentence-transformers embeddings. Both lists go out; fuse them with ``RRFJoiner``.
 
     Metadata filters (Haystack filter syntax) are applied before the cut to ``top_k``, so a filter never
@@ -42,7 +42,7 @@ class HybridRetriever:
 
     def __init__(
         self,
-        document_store: SpanStore,
+        document_store: SpanIndexStore,
         top_k: int = 50,
         bm25_k1: float = 1.5,
         bm25_b: float = 0.75,
@@ -55,8 +55,9 @@ class HybridRetriever:
         superseded_statuses: list[str] | None = None,
         superseded_by_field: str = "superseded_by",
     ):
-        if not isinstance(document_store, SpanStore):
-            raise SpanQAError("HybridRetriever: document_store must be a components.stores.span_store.SpanStore.")
+        if not isinstance(document_store, SpanIndexStore):
+            raise SpanQAError("HybridRetriever: document_store must be a spanqa span store "
+                              "(components.stores.span_store.SpanStore or components.stores.pg_span_store.PgSpanStore).")
         if not (use_bm25 or use_dense):
             raise SpanQAError("HybridRetriever: at least one of use_bm25 / use_dense must be true.")
         check_positive_int("HybridRetriever", "top_k", top_k)
@@ -68,11 +69,10 @@ class HybridRetriever:
         self.superseded, self.superseded_status_field = superseded, superseded_status_field
         self.superseded_statuses = list(DEFAULT_SUPERSEDED if superseded_statuses is None else superseded_statuses)
         self.superseded_by_field = superseded_by_field
-        self._superseded_cache: tuple | None = None
         self.document_store, self.top_k, self.filters = document_store, top_k, filters
         self.bm25_k1, self.bm25_b, self.bm25_epsilon = bm25_k1, bm25_b, bm25_epsilon
         self.use_bm25, self.use_dense = use_bm25, use_dense
-        self._bm25: BM25Okapi | None = None
+        self._warm = False
         self.served_by = ""
 
     def to_dict(self) -> dict[str, Any]:
@@ -88,54 +88,37 @@ class HybridRetriever:
         return default_from_dict(cls, data)
 
     def warm_up(self) -> None:
-        """Open (or build) the index and load the query embedder once."""
-        index = self.document_store.open()
-        if self._bm25 is None or self._bm25.index is not index.bm25:
-            self._bm25 = BM25Okapi(index.bm25, self.bm25_k1, self.bm25_b, self.bm25_epsilon)
+        """Open (index or sync) the store and load the query embedder once."""
+        self.document_store.open()
         if self.use_dense:
             self.document_store.embedder  # noqa: B018 - loads the model once, here and not in run()
             self.served_by = self.document_store.served_by
+        self._warm = True
 
-    def _documents(self, order: np.ndarray, scores: np.ndarray, stage: str) -> list[Document]:
-        """Chunks as Documents; each carries its index embedding so a bi-encoder ranker need not re-encode."""
-        store = self.document_store
-        return [
-            store.chunk_document(int(i), score=float(scores[i]), with_embedding=True, scores={stage: float(scores[i])},
-                                 ranks={stage: r}, retrieval_list=stage, route=["retrieve"],
-                                 embedding_model=store.embedding_model)
-            for r, i in enumerate(order, start=1)
-        ]
-
-    def _superseded_per_doc(self) -> np.ndarray:
-        """Per document of the open index: marked superseded, retired or archived (as configured). Derived once
-        per index (and per setting), not per query."""
-        index = self.document_store.open()
-        key = (id(index), self.superseded_status_field, tuple(self.superseded_statuses), self.superseded_by_field)
-        cached = self._superseded_cache
-        if cached is None or cached[0] != key:
-            per_doc = np.array([self._is_superseded(d.meta) for d in index.documents], dtype=bool)
-            cached = self._superseded_cache = (key, per_doc)
-        return cached[1]
+    @property
+    def rule(self) -> SupersededRule:
+        return SupersededRule(self.superseded_status_field, tuple(self.superseded_statuses), self.superseded_by_field)
 
     def superseded_documents(self) -> list[str]:
         """Ids of the documents whose metadata marks them superseded, retired or archived (as configured)."""
-        index = self.document_store.open()
-        return [index.documents[i].doc_id for i in np.flatnonzero(self._superseded_per_doc())]
+        return self.document_store.superseded_documents(self.rule)
 
-    def _is_superseded(self, meta: dict) -> bool:
-        status = str(meta.get(self.superseded_status_field) or "").strip().lower()
-        wanted = {s.lower() for s in self.superseded_statuses}
-        return status in wanted or bool(meta.get(self.superseded_by_field))
+    def _selection(self, filters: dict[str, Any] | None, mode: str) -> Selection:
+        outdated = frozenset(self.superseded_documents()) if mode != "include" else frozenset()
+        if mode == "only":
+            return Selection(filters, only=outdated)
+        return Selection(filters, exclude=outdated)
 
-    def _superseded_mask(self, mode: str) -> np.ndarray | None:
-        if mode == "include":
-            return None
-        index = self.document_store.open()
-        per_doc = self._superseded_per_doc()
-        if not per_doc.any() and mode == "exclude":
-            return None
-        chunk = per_doc[index.chunk_doc] if index.n_chunks else np.zeros(0, dtype=bool)
-        return ~chunk if mode == "exclude" else chunk
+    @staticmethod
+    def _documents(hits, stage: str, embedding_model: str) -> list[Document]:
+        """Hits as Documents with their stage's score and rank; each keeps its index embedding, so a
+        bi-encoder ranker need not re-encode."""
+        docs = []
+        for r, (doc, score) in enumerate(hits, start=1):
+            meta = {**doc.meta, "scores": {stage: score}, "ranks": {stage: r}, "retrieval_list": stage,
+                    "route": ["retrieve"], "embedding_model": embedding_model}
+            docs.append(replace(doc, score=score, meta=meta))
+        return docs
 
     @component.output_types(bm25_documents=list[Document], dense_documents=list[Document])
     def run(self, query: str, filters: dict[str, Any] | None = None, top_k: int | None = None,
@@ -145,25 +128,24 @@ class HybridRetriever:
         ``superseded`` overrides the YAML setting for this call: ``exclude`` (superseded, retired and archived
         documents never answer), ``include``, or ``only`` (just those: to tell the user that only an outdated
         source answers)."""
-        if self._bm25 is None:
+        if not self._warm:
             self.warm_up()
         check_positive_int("HybridRetriever", "top_k", top_k, optional=True)
         mode = self.superseded if superseded is None else superseded
         check_choice("HybridRetriever", "superseded", mode, (*SUPERSEDED_MODES, "only"))
         k = self.top_k if top_k is None else top_k
-        mask = self.document_store.filter_mask(filters if filters is not None else self.filters)
-        keep = self._superseded_mask(mode)
-        if keep is not None:
-            mask = keep if mask is None else (mask & keep)
+        chosen = filters if filters is not None else self.filters
+        check_filters(chosen)
+        selection = self._selection(chosen, mode)
+        store = self.document_store
         out: dict[str, list[Document]] = {"bm25_documents": [], "dense_documents": []}
+        if selection.empty:
+            return out
         if self.use_bm25:
-            tokens = self.document_store.analyzer(query)
-            s = self._bm25.scores(tokens)
-            # a chunk with score 0 shares no term with the query: it is not a BM25 hit
-            positive = s > 0 if mask is None else (mask & (s > 0))
-            out["bm25_documents"] = self._documents(top_k_indices(s, k, positive), s, "bm25")
+            params = BM25Params(self.bm25_k1, self.bm25_b, self.bm25_epsilon)
+            out["bm25_documents"] = self._documents(store.bm25_search(store.analyzer(query), k, selection, params),
+                                                    "bm25", store.embedding_model)
         if self.use_dense:
-            index = self.document_store.open()
-            s = index.embeddings @ self.document_store.embed_query(query) if index.n_chunks else np.zeros(0)
-            out["dense_documents"] = self._documents(top_k_indices(s, k, mask), s, "dense")
+            out["dense_documents"] = self._documents(store.dense_search(query, k, selection), "dense",
+                                                     store.embedding_model)
         return out

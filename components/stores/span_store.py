@@ -15,6 +15,7 @@ from haystack.document_stores.types import DuplicatePolicy
 from haystack.utils.filters import document_matches_filter
 
 from components.core.analysis import Analyzer
+from components.core.bm25 import BM25Okapi, top_k as top_k_indices
 from components.core.errors import SpanQAError
 from components.core.index import (
     CorpusIndex,
@@ -27,9 +28,8 @@ from components.core.index import (
     remove_stale_temporaries,
     save_index,
 )
-from components.core.memo import MISSING, Memo
 from components.core.loaders import LoadLimits, LoadReport, SourceDocument, load_corpus
-from components.core.models import load_sentence_transformer, resolve_model, torch_device
+from components.stores.base import BM25Params, Selection, SpanIndexStore, SupersededRule, chunk_meta
 
 logger = logging.getLogger(__name__)
 
@@ -45,7 +45,7 @@ def _say(message: str) -> None:
     print(f"spanqa: {message}", file=sys.stderr, flush=True)
 
 
-class SpanStore:
+class SpanStore(SpanIndexStore):
     """Documents from ``data_dir`` split into sentence-aligned chunks, indexed for BM25 and dense retrieval.
 
     The index is built on first use (``open()``), cached under ``cache_dir`` keyed by the corpus content, the
@@ -81,83 +81,25 @@ class SpanStore:
         max_front_matter_bytes: int = LoadLimits.max_front_matter_bytes,
         follow_links_outside: bool = False,
     ):
-        from components.core.params import check_fraction, check_positive_int
-
-        check_fraction("SpanStore", "chunk_overlap", chunk_overlap, high=0.5, high_open=True)
-        for name, value in (("max_chunk_chars", max_chunk_chars), ("batch_size", batch_size),
-                            ("max_document_bytes", max_document_bytes),
-                            ("max_front_matter_bytes", max_front_matter_bytes)):
-            check_positive_int("SpanStore", name, value)
-        self.limits = LoadLimits(max_document_bytes, max_front_matter_bytes, bool(follow_links_outside))
-        self.data_dir, self.cache_dir = data_dir, cache_dir
-        self.embedding_model, self.query_prefix, self.passage_prefix = embedding_model, query_prefix, passage_prefix
-        self.max_chunk_chars, self.chunk_overlap = max_chunk_chars, chunk_overlap
-        self.language, self.stopwords, self.embed_title = language, stopwords, embed_title
-        self.batch_size, self.device, self.progress = batch_size, device, progress
-        self.analyzer = Analyzer(language=language, stopwords=stopwords)
-        self.settings = IndexSettings(
-            max_chunk_chars=max_chunk_chars,
-            chunk_overlap=chunk_overlap,
-            analyzer=self.analyzer.to_dict(),
-            embedding_model=embedding_model,
-            passage_prefix=passage_prefix,
-            embed_title=embed_title,
-        )
+        self._init_common(data_dir, embedding_model, query_prefix, passage_prefix, max_chunk_chars, chunk_overlap,
+                          language, stopwords, embed_title, batch_size, device, progress, max_document_bytes,
+                          max_front_matter_bytes, follow_links_outside)
+        self.cache_dir = cache_dir
         self._index: CorpusIndex | None = None
-        self._query_vectors = Memo(maxsize=4096)
         self._word_counts: tuple | None = None
+        self._bm25: tuple | None = None
+        self._superseded: tuple | None = None
         self._extra: list[SourceDocument] = []  # documents added with write_documents
         self._filter_docs: list[Document] | None = None
-        self.load_report: LoadReport | None = None
-        self.stats: dict = {}
 
     # -- serialisation ----------------------------------------------------------------------------------
     def to_dict(self) -> dict[str, Any]:
-        return default_to_dict(
-            self,
-            data_dir=self.data_dir, cache_dir=self.cache_dir, embedding_model=self.embedding_model,
-            query_prefix=self.query_prefix, passage_prefix=self.passage_prefix,
-            max_chunk_chars=self.max_chunk_chars, chunk_overlap=self.chunk_overlap, language=self.language,
-            stopwords=self.stopwords, embed_title=self.embed_title, batch_size=self.batch_size,
-            device=self.device, progress=self.progress, max_document_bytes=self.limits.max_document_bytes,
-            max_front_matter_bytes=self.limits.max_front_matter_bytes,
-            follow_links_outside=self.limits.follow_links_outside,
-        )
+        params = self.config.to_params()
+        return default_to_dict(self, data_dir=params.pop("data_dir"), cache_dir=self.cache_dir, **params)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> SpanStore:
         return default_from_dict(cls, data)
-
-    # -- models -------------------------------------------------------------------------------------------
-    @property
-    def embedder(self):
-        """The embedding model, loaded once (then read without any lock: queries never wait on a load)."""
-        model = self.__dict__.get("_embedder_model")
-        if model is None:
-            resolved = resolve_model(self.embedding_model, component="document_store")
-            self.served_by = resolved.describe()
-            model = self._embedder_model = load_sentence_transformer(resolved.path, torch_device(self.device))
-        return model
-
-    def _embed_passages(self, texts: list[str]) -> np.ndarray:
-        return self.embedder.encode(
-            texts, batch_size=self.batch_size, normalize_embeddings=True, convert_to_numpy=True,
-            show_progress_bar=self.progress,
-        )
-
-    def embed_query(self, text: str) -> np.ndarray:
-        """The query's normalised embedding; repeated questions (support questions repeat) are served from a
-        small memo (``query_cache_hits`` counts them)."""
-        hit = self._query_vectors.get(text)
-        if hit is not MISSING:
-            return hit
-        vec = self.embedder.encode([self.query_prefix + text], normalize_embeddings=True, convert_to_numpy=True,
-                                   show_progress_bar=False)
-        return self._query_vectors.put(text, vec[0].astype(np.float32))
-
-    @property
-    def query_cache_hits(self) -> int:
-        return self._query_vectors.hits
 
     # -- the index -----------------------------------------------------------------------------------------
     def open(self, refresh: bool = False) -> CorpusIndex:
@@ -239,7 +181,7 @@ class SpanStore:
                 _say(cache.problem)
                 stats["healed"].append(cache.problem)
             progress = _tqdm() if self.progress else None
-            index, built = build_index(report.documents, self.settings, self._embed_passages, cache, progress)
+            index, built = build_index(report.documents, self.settings, self.embed_passages, cache, progress)
             index.key = key
             save_index(index, directory)
             cache.save()
@@ -275,9 +217,54 @@ class SpanStore:
             content=doc.text[start:end],
             score=score,
             embedding=index.embeddings[i].tolist() if with_embedding and len(index.embeddings) else None,
-            meta={**doc.meta, "doc_id": doc.doc_id, "chunk_id": index.chunk_id(i), "char_start": start,
-                  "char_end": end, "kind": index.chunk_kind[i], "level": "chunk", **meta},
+            meta={**chunk_meta(doc, index.chunk_id(i), start, end, index.chunk_kind[i]), **meta},
         )
+
+    # -- searches (the SpanIndexStore interface) ---------------------------------------------------------
+    def selection_mask(self, selection: Selection) -> np.ndarray | None:
+        """Boolean mask over chunks for ``selection`` (``None``: every chunk)."""
+        index = self.open()
+        mask = self.filter_mask(selection.filters)
+        if selection.exclude or selection.only is not None:
+            ids = [d.doc_id for d in index.documents]
+            if selection.only is not None:
+                per_doc = np.array([i in selection.only for i in ids], dtype=bool)
+            else:
+                per_doc = np.ones(len(ids), dtype=bool)
+            if selection.exclude:
+                per_doc &= np.array([i not in selection.exclude for i in ids], dtype=bool)
+            keep = per_doc[index.chunk_doc] if index.n_chunks else np.zeros(0, dtype=bool)
+            mask = keep if mask is None else (mask & keep)
+        return mask
+
+    def _hits(self, order: np.ndarray, scores: np.ndarray) -> list[tuple[Document, float]]:
+        return [(self.chunk_document(int(i), with_embedding=True), float(scores[i])) for i in order]
+
+    def bm25_search(self, tokens: list[str], k: int, selection: Selection,
+                    params: BM25Params = BM25Params()) -> list[tuple[Document, float]]:
+        """Top ``k`` chunks by BM25 Okapi among ``selection`` (a chunk sharing no term is not a hit)."""
+        index = self.open()
+        cached = self._bm25
+        if cached is None or cached[0] is not index.bm25 or cached[1] != params:
+            cached = self._bm25 = (index.bm25, params, BM25Okapi(index.bm25, params.k1, params.b, params.epsilon))
+        s = cached[2].scores(tokens)
+        mask = self.selection_mask(selection)
+        positive = s > 0 if mask is None else (mask & (s > 0))
+        return self._hits(top_k_indices(s, k, positive), s)
+
+    def dense_search(self, query: str, k: int, selection: Selection) -> list[tuple[Document, float]]:
+        """Top ``k`` chunks by cosine similarity of normalised embeddings among ``selection``."""
+        index = self.open()
+        s = index.embeddings @ self.embed_query(query) if index.n_chunks else np.zeros(0)
+        return self._hits(top_k_indices(s, k, self.selection_mask(selection)), s)
+
+    def superseded_documents(self, rule: SupersededRule) -> list[str]:
+        """Ids of the documents ``rule`` marks outdated; derived once per index and rule, not per query."""
+        index = self.open()
+        cached = self._superseded
+        if cached is None or cached[0] is not index or cached[1] != rule:
+            cached = self._superseded = (index, rule, [d.doc_id for d in index.documents if rule.matches(d.meta)])
+        return cached[2]
 
     def document_words(self, doc_id: str) -> int:
         """Whitespace words of a whole source document (token accounting), counted once per document."""

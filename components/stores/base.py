@@ -1,0 +1,192 @@
+"""The one store interface: what the retriever, the window expander and the runner ask of a span store.
+
+Two stores implement it: ``SpanStore`` (numpy arrays in memory, cached on disk) and ``PgSpanStore``
+(PostgreSQL + pgvector). Components talk to ``SpanIndexStore`` only — no ``isinstance`` branches:
+
+- ``open()`` — index ``data_dir`` (build or sync) once, then return quickly;
+- ``bm25_search`` / ``dense_search`` — top-k chunks as ``(Document, score)`` under a ``Selection``
+  (Haystack filters plus documents to leave out or keep), applied *before* the cut to k;
+- ``source(doc_id)`` — the original text and its sentence / paragraph offsets;
+- ``superseded_documents(rule)`` and ``document_words(doc_id)``.
+
+Settings shared by both stores (splitter, analyzer, embedding model, load limits) live here, so a YAML
+switches stores by changing only the store section. The query embedder and its memo live here too.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from haystack import Document
+
+from components.core.analysis import Analyzer
+from components.core.index import IndexSettings
+from components.core.loaders import LoadLimits, LoadReport, SourceDocument
+from components.core.memo import MISSING, Memo
+from components.core.models import load_sentence_transformer, resolve_model, torch_device
+
+
+@dataclass(frozen=True)
+class Selection:
+    """Which chunks a search may return: Haystack ``filters`` on chunk metadata, minus the documents in
+    ``exclude``, and (when ``only`` is set) just the documents in ``only``."""
+
+    filters: dict[str, Any] | None = None
+    exclude: frozenset[str] = frozenset()
+    only: frozenset[str] | None = None
+
+    def as_filters(self) -> dict[str, Any] | None:
+        """The whole selection as one Haystack filter (for stores that push filters into their query)."""
+        conditions = [self.filters] if self.filters else []
+        if self.exclude:
+            conditions.append({"field": "meta.doc_id", "operator": "not in", "value": sorted(self.exclude)})
+        if self.only is not None:
+            conditions.append({"field": "meta.doc_id", "operator": "in", "value": sorted(self.only)})
+        if not conditions:
+            return None
+        return conditions[0] if len(conditions) == 1 else {"operator": "AND", "conditions": conditions}
+
+    @property
+    def empty(self) -> bool:
+        """Nothing can match (``only`` is an empty set)."""
+        return self.only is not None and not self.only
+
+
+@dataclass(frozen=True)
+class SupersededRule:
+    """Front-matter fields that mark a document outdated: ``status`` in ``statuses`` (any case), or any
+    value in ``by_field``."""
+
+    status_field: str = "status"
+    statuses: tuple[str, ...] = ("superseded", "retired", "archived")
+    by_field: str = "superseded_by"
+
+    def matches(self, meta: dict) -> bool:
+        status = str(meta.get(self.status_field) or "").strip().lower()
+        return status in {s.lower() for s in self.statuses} or bool(meta.get(self.by_field))
+
+
+@dataclass(frozen=True)
+class BM25Params:
+    k1: float = 1.5
+    b: float = 0.75
+    epsilon: float = 0.25
+
+
+def chunk_meta(doc: SourceDocument, chunk_id: str, start: int, end: int, kind: str) -> dict[str, Any]:
+    """The metadata of a chunk Document — the same in every store (equal answers need equal documents)."""
+    return {**doc.meta, "doc_id": doc.doc_id, "chunk_id": chunk_id, "char_start": start, "char_end": end,
+            "kind": kind, "level": "chunk"}
+
+
+@dataclass
+class StoreConfig:
+    """The settings both stores take from YAML (splitter, analyzer, embedder, load limits)."""
+
+    data_dir: str
+    embedding_model: str
+    query_prefix: str
+    passage_prefix: str
+    max_chunk_chars: int
+    chunk_overlap: float
+    language: str | None
+    stopwords: str | list[str] | None
+    embed_title: bool
+    batch_size: int
+    device: str | None
+    progress: bool
+    limits: LoadLimits = field(default_factory=LoadLimits)
+
+    def to_params(self) -> dict[str, Any]:
+        return dict(
+            data_dir=self.data_dir, embedding_model=self.embedding_model, query_prefix=self.query_prefix,
+            passage_prefix=self.passage_prefix, max_chunk_chars=self.max_chunk_chars,
+            chunk_overlap=self.chunk_overlap, language=self.language, stopwords=self.stopwords,
+            embed_title=self.embed_title, batch_size=self.batch_size, device=self.device, progress=self.progress,
+            max_document_bytes=self.limits.max_document_bytes,
+            max_front_matter_bytes=self.limits.max_front_matter_bytes,
+            follow_links_outside=self.limits.follow_links_outside,
+        )
+
+
+class SpanIndexStore:
+    """Base of both span stores: shared settings, the query embedder, and the interface components use."""
+
+    component_name = "SpanIndexStore"
+
+    def _init_common(self, data_dir: str, embedding_model: str, query_prefix: str, passage_prefix: str,
+                     max_chunk_chars: int, chunk_overlap: float, language: str | None,
+                     stopwords: str | list[str] | None, embed_title: bool, batch_size: int, device: str | None,
+                     progress: bool, max_document_bytes: int, max_front_matter_bytes: int,
+                     follow_links_outside: bool) -> None:
+        from components.core.params import check_fraction, check_positive_int
+
+        name = type(self).__name__
+        check_fraction(name, "chunk_overlap", chunk_overlap, high=0.5, high_open=True)
+        for key, value in (("max_chunk_chars", max_chunk_chars), ("batch_size", batch_size),
+                           ("max_document_bytes", max_document_bytes),
+                           ("max_front_matter_bytes", max_front_matter_bytes)):
+            check_positive_int(name, key, value)
+        self.config = StoreConfig(data_dir, embedding_model, query_prefix, passage_prefix, max_chunk_chars,
+                                  chunk_overlap, language, stopwords, embed_title, batch_size, device, progress,
+                                  LoadLimits(max_document_bytes, max_front_matter_bytes, bool(follow_links_outside)))
+        self.limits = self.config.limits
+        self.data_dir, self.embedding_model = data_dir, embedding_model
+        self.query_prefix, self.passage_prefix, self.progress = query_prefix, passage_prefix, progress
+        self.analyzer = Analyzer(language=language, stopwords=stopwords)
+        self.settings = IndexSettings(max_chunk_chars=max_chunk_chars, chunk_overlap=chunk_overlap,
+                                      analyzer=self.analyzer.to_dict(), embedding_model=embedding_model,
+                                      passage_prefix=passage_prefix, embed_title=embed_title)
+        self._query_vectors = Memo(maxsize=4096)
+        self.load_report: LoadReport | None = None
+        self.stats: dict = {}
+        self.served_by = ""
+
+    # -- the embedder (loaded once, then read without a lock: queries never wait on a load) --------------
+    @property
+    def embedder(self):
+        model = self.__dict__.get("_embedder_model")
+        if model is None:
+            resolved = resolve_model(self.embedding_model, component="document_store")
+            self.served_by = resolved.describe()
+            model = self._embedder_model = load_sentence_transformer(resolved.path, torch_device(self.config.device))
+        return model
+
+    def embed_passages(self, texts: list[str]) -> np.ndarray:
+        return self.embedder.encode(texts, batch_size=self.config.batch_size, normalize_embeddings=True,
+                                    convert_to_numpy=True, show_progress_bar=self.progress)
+
+    def embed_query(self, text: str) -> np.ndarray:
+        """The query's normalised embedding; repeated questions are served from a memo (``query_cache_hits``)."""
+        hit = self._query_vectors.get(text)
+        if hit is not MISSING:
+            return hit
+        vec = self.embedder.encode([self.query_prefix + text], normalize_embeddings=True, convert_to_numpy=True,
+                                   show_progress_bar=False)
+        return self._query_vectors.put(text, vec[0].astype(np.float32))
+
+    @property
+    def query_cache_hits(self) -> int:
+        return self._query_vectors.hits
+
+    # -- the interface the components use -------------------------------------------------------------------
+    def open(self, refresh: bool = False) -> Any:  # pragma: no cover - interface
+        raise NotImplementedError
+
+    def bm25_search(self, tokens: list[str], k: int, selection: Selection,
+                    params: BM25Params) -> list[tuple[Document, float]]:  # pragma: no cover - interface
+        raise NotImplementedError
+
+    def dense_search(self, query: str, k: int, selection: Selection) -> list[tuple[Document, float]]:  # pragma: no cover
+        raise NotImplementedError
+
+    def source(self, doc_id: str) -> tuple[SourceDocument, np.ndarray, np.ndarray]:  # pragma: no cover - interface
+        raise NotImplementedError
+
+    def superseded_documents(self, rule: SupersededRule) -> list[str]:  # pragma: no cover - interface
+        raise NotImplementedError
+
+    def document_words(self, doc_id: str) -> int:  # pragma: no cover - interface
+        raise NotImplementedError
