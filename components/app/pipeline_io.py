@@ -49,7 +49,8 @@ def _inside(path: str, base: Path) -> bool:
 
 
 def check_write_paths(path: str | Path, spec: dict[str, Any], base: str | Path | None = None) -> None:
-    """Paths a YAML makes spanqa write to (``metadata.spanqa.audit_log``, a store's ``cache_dir``) must stay
+    """Paths a YAML makes spanqa write to (``metadata.spanqa.audit_log``, a store's ``cache_dir`` or
+    ``embedded_dir``) must stay
     inside the working directory, unless ``metadata.spanqa.allow_paths_outside: true``: a shared YAML must not
     make spanqa write anywhere on disk. The command line (``--cache-dir``) may point anywhere."""
     meta = (spec.get("metadata") or {}).get("spanqa") or {}
@@ -57,7 +58,7 @@ def check_write_paths(path: str | Path, spec: dict[str, Any], base: str | Path |
         return
     root = Path(os.path.abspath(base or os.getcwd()))
     targets = [("metadata.spanqa.audit_log", meta.get("audit_log"))]
-    targets += [(f"store cache_dir", p.get("cache_dir")) for p in _nested_stores(spec)]
+    targets += [(f"store {key}", p.get(key)) for p in _nested_stores(spec) for key in ("cache_dir", "embedded_dir")]
     for what, target in targets:
         if target is None:
             continue
@@ -97,8 +98,8 @@ def prepare_spec(spec: dict[str, Any], data: str | None = None, cache_dir: str |
     for params in _nested_stores(spec):
         if data is not None:
             params["data_dir"] = str(data)
-        if cache_dir is not None:
-            params["cache_dir"] = str(cache_dir)
+        if cache_dir is not None and "dsn" not in params and "embedded_dir" not in params:
+            params["cache_dir"] = str(cache_dir)  # the in-memory store's cache (PostgreSQL has none)
     return spec
 
 

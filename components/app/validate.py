@@ -121,6 +121,15 @@ def _hints(cls) -> dict[str, Any]:
         return {}
 
 
+def _check_secret(path: str | Path, name: str, data: dict) -> None:
+    """``{type: env_var, env_vars: [NAME, ...], strict: bool}`` — the only way a YAML names a secret."""
+    names = data.get("env_vars")
+    if set(data) - {"type", "env_vars", "strict"} or not isinstance(names, list) or not names or \
+            not all(isinstance(n, str) and n for n in names) or not isinstance(data.get("strict", True), bool):
+        raise SpanQAError(f"{_where(path, name)} is a secret: write it as {{type: env_var, env_vars: [SPANQA_PG_DSN], "
+                          f"strict: false}} (the names of environment variables, never the secret itself).")
+
+
 def check_component(path: str | Path, name: str, data: Any):
     """Check one component (or nested object) mapping; returns its class."""
     if not isinstance(data, dict) or "type" not in data:
@@ -153,6 +162,9 @@ def check_component(path: str | Path, name: str, data: Any):
                           f"(they have no default); see pipelines/extractive.yaml for an example.")
     hints = _hints(cls)
     for key, value in params.items():
+        if isinstance(value, dict) and value.get("type") == "env_var":  # a Haystack Secret read from the env
+            _check_secret(path, f"{name}.{key}", value)
+            continue
         if isinstance(value, dict) and "type" in value:  # a nested object, e.g. a document_store
             check_component(path, f"{name}.{key}", value)
             continue

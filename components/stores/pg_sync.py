@@ -1,0 +1,154 @@
+"""Incremental, transactional indexing of a corpus into PgSpanStore's tables.
+
+``sync`` compares each document's content hash with the database: unchanged documents are not touched,
+changed ones have all their rows replaced, documents whose file is gone are deleted. Documents are split
+with the one splitter (``components.core.index.split_document``), embedded in groups, and each group is
+written in **one transaction** (chunks, postings, document frequencies, offsets, version) — so a reader sees
+the old or the new document, never half, and a run killed with SIGKILL leaves whole groups only: the next
+run finds the rest still missing or changed and completes it. An advisory lock lets one indexer at a time
+work on a table prefix; a second one waits and then finds nothing to do, so rows are never duplicated.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+from components.core.analysis import Analyzer
+from components.core.index import IndexSettings, index_text, split_document
+from components.core.loaders import SourceDocument
+from components.stores.base import chunk_meta
+from components.stores.pg_schema import Tables, q
+
+EMBED_GROUP = 256  # chunks embedded (and committed) together
+
+
+@dataclass
+class Prepared:
+    doc: SourceDocument
+    ord: int
+    blocks: list
+    units: list
+    chunks: list
+    texts: list[str]
+    tokens: list[list[str]]
+
+
+def prepare(doc: SourceDocument, ord_: int, settings: IndexSettings, analyzer: Analyzer) -> Prepared:
+    blocks, units, chunks = split_document(doc, settings)
+    texts = [index_text(doc, blocks, c, settings.embed_title) for c in chunks]
+    return Prepared(doc, ord_, blocks, units, chunks, texts, [analyzer(t) for t in texts])
+
+
+def _flat(spans) -> list[int]:
+    return [int(x) for s in spans for x in (s.start, s.end)]
+
+
+def delete_rows(conn, t: Tables, doc_ids: list[str]) -> None:
+    """Every row of these documents (call inside a transaction): document frequencies first."""
+    if not doc_ids:
+        return
+    conn.execute(q("UPDATE {terms} AS t SET df = t.df - d.n FROM (SELECT term, count(*) AS n FROM {postings} "
+                   "WHERE doc_id = ANY(%s) GROUP BY term) AS d WHERE t.term = d.term", t), (doc_ids,))
+    conn.execute(q("DELETE FROM {terms} WHERE df <= 0", t))
+    conn.execute(q("DELETE FROM {postings} WHERE doc_id = ANY(%s)", t), (doc_ids,))
+    conn.execute(q("DELETE FROM {chunks} WHERE meta->>'doc_id' = ANY(%s)", t), (doc_ids,))
+    conn.execute(q("DELETE FROM {documents} WHERE doc_id = ANY(%s)", t), (doc_ids,))
+
+
+def _vector_text(v: np.ndarray) -> str:
+    return "[" + ",".join(repr(float(x)) for x in v) + "]"
+
+
+def write_group(conn, t: Tables, group: list[Prepared], vectors: np.ndarray, origin: str,
+                replace: list[str]) -> None:
+    """One transaction: drop the old rows of ``replace``, insert ``group`` with its vectors, bump the version."""
+    with conn.transaction():
+        delete_rows(conn, t, replace)
+        cur = conn.cursor()
+        row = 0
+        df: Counter = Counter()
+        with cur.copy(q("COPY {chunks} (id, embedding, content, meta) FROM STDIN", t)) as copy:
+            for p in group:
+                for c in p.chunks:
+                    cid = f"{p.doc.doc_id}:{c.start}-{c.end}"
+                    meta = chunk_meta(p.doc, cid, c.start, c.end, c.kind)
+                    copy.write_row((cid, _vector_text(vectors[row]), p.doc.text[c.start:c.end],
+                                    json.dumps(meta, default=str)))
+                    row += 1
+        with cur.copy(q("COPY {postings} (term, chunk_id, doc_id, chunk_ord, tf, dl) FROM STDIN", t)) as copy:
+            for p in group:
+                for n, (c, tokens) in enumerate(zip(p.chunks, p.tokens)):
+                    cid = f"{p.doc.doc_id}:{c.start}-{c.end}"
+                    counts = Counter(tokens)
+                    df.update(counts.keys())
+                    for term, tf in counts.items():
+                        copy.write_row((term, cid, p.doc.doc_id, n, tf, float(len(tokens))))
+        with cur.copy(q("COPY {documents} (doc_id, ord, origin, content_hash, text, meta, body_start, units, "
+                        "blocks, n_words, n_chunks, total_len) FROM STDIN", t)) as copy:
+            for p in group:
+                copy.write_row((p.doc.doc_id, p.ord, origin, p.doc.fingerprint(), p.doc.text,
+                                json.dumps(p.doc.meta, default=str), p.doc.body_start, _flat(p.units),
+                                _flat(p.blocks), len(p.doc.text.split()), len(p.chunks),
+                                float(sum(len(x) for x in p.tokens))))
+        if df:
+            terms, counts = zip(*df.items())
+            conn.execute(q("INSERT INTO {terms} (term, df) SELECT * FROM unnest(%s::text[], %s::integer[]) "
+                           "ON CONFLICT (term) DO UPDATE SET df = {terms}.df + EXCLUDED.df", t),
+                         (list(terms), list(counts)))
+        conn.execute(q("UPDATE {state} SET version = version + 1 WHERE id = 1", t))
+
+
+def plan(existing: dict[str, str], documents: list[SourceDocument]) -> tuple[list[int], list[str], int]:
+    """``(positions to (re)index, ids to delete, unchanged count)`` from ``existing`` {doc_id: hash}."""
+    todo = [i for i, d in enumerate(documents) if existing.get(d.doc_id) != d.fingerprint()]
+    wanted = {d.doc_id for d in documents}
+    return todo, sorted(set(existing) - wanted), len(documents) - len(todo)
+
+
+def sync(conn, t: Tables, documents: list[SourceDocument], settings: IndexSettings,
+         embed: Callable[[list[str]], np.ndarray], origin: str = "data", progress: Callable | None = None,
+         delete_missing: bool = True) -> dict:
+    """Bring the tables in line with ``documents`` (in their load order); returns what was done."""
+    analyzer = Analyzer(**settings.analyzer)
+    existing = dict(conn.execute(q("SELECT doc_id, content_hash FROM {documents} WHERE origin = %s", t),
+                                 (origin,)).fetchall())
+    todo, deleted, unchanged = plan(existing, documents)
+    if not delete_missing:
+        deleted = []
+    if deleted:
+        with conn.transaction():
+            delete_rows(conn, t, deleted)
+            conn.execute(q("UPDATE {state} SET version = version + 1 WHERE id = 1", t))
+    it = progress(todo, total=len(todo), desc="indexing", unit="doc") if progress and todo else todo
+    group: list[Prepared] = []
+    n_chunks = n_embedded = 0
+
+    def flush() -> None:
+        nonlocal n_embedded
+        texts = [settings.passage_prefix + x for p in group for x in p.texts]
+        vectors = np.asarray(embed(texts), dtype=np.float32) if texts else np.zeros((0, 0), np.float32)
+        n_embedded += len(texts)
+        write_group(conn, t, group, vectors, origin, [p.doc.doc_id for p in group if p.doc.doc_id in existing])
+        group.clear()
+
+    for pos in it:
+        p = prepare(documents[pos], pos, settings, analyzer)
+        group.append(p)
+        n_chunks += len(p.chunks)
+        if sum(len(g.chunks) for g in group) >= EMBED_GROUP:
+            flush()
+    if group:
+        flush()
+    if origin == "data":  # load order is the tie-break of equal scores, as in memory
+        with conn.transaction():
+            conn.execute(q("UPDATE {documents} AS d SET ord = v.ord FROM unnest(%s::text[], %s::integer[]) AS "
+                           "v(doc_id, ord) WHERE d.doc_id = v.doc_id AND d.ord <> v.ord", t),
+                         ([d.doc_id for d in documents], list(range(len(documents)))))
+    return {"added": sum(1 for i in todo if documents[i].doc_id not in existing),
+            "changed": sum(1 for i in todo if documents[i].doc_id in existing),
+            "deleted": len(deleted), "unchanged": unchanged, "embedded": n_embedded, "chunks_written": n_chunks}
