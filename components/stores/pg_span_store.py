@@ -23,7 +23,7 @@ from components.stores.base import BM25Params, Selection, SpanIndexStore, Supers
 from components.stores.pg_schema import Tables, q
 
 SEARCH_STRATEGIES = ("exact", "hnsw")
-_SYNCED: dict[tuple, dict] = {}  # (server, prefix, data) → stats of the sync done in this process
+_SYNCED: dict[tuple, dict] = {}  # (server, prefix, data, settings) → the sync done in this process
 _SYNC_LOCK = threading.RLock()
 
 BM25_SQL = """
@@ -185,7 +185,8 @@ class PgSpanStore(SpanIndexStore):
         if self._opened and not refresh:
             return self._version
         with _SYNC_LOCK:
-            key = (self.server_dsn, self.tables.prefix, str(Path(self.data_dir).resolve()))
+            key = (self.server_dsn, self.tables.prefix, str(Path(self.data_dir).resolve()), self.settings.key(),
+                   self.search_strategy, self.hnsw_m, self.hnsw_ef_construction, self.recreate)
             if key not in _SYNCED or refresh:
                 _SYNCED[key] = self._sync()
             self.stats = dict(_SYNCED[key]["stats"])
