@@ -204,19 +204,19 @@ class PgSpanStore(SpanIndexStore):
             from pgvector.psycopg import register_vector
 
             register_vector(conn)
-            if self.recreate:
-                pg_schema.drop(conn, self.tables)
-            wanted = self._wanted()
-            pg_schema.check_compatible(conn, self.tables, wanted, self.where)
-            self._vector_store().count_documents()  # pgvector-haystack creates the chunk table and its indexes
-            pg_schema.create(conn, self.tables, wanted)
-            pg_schema.index_chunks_by_document(conn, self.tables)
             report = load_corpus(self.data_dir, limits=self.limits)
             ids = [d.doc_id for d in report.documents]
             if len(set(ids)) != len(ids):
                 dup = sorted({i for i in ids if ids.count(i) > 1})[:5]
                 raise SpanQAError(f"Data '{self.data_dir}' has duplicate document ids {dup}: ids must be unique.")
-            with _advisory_lock(conn, self.tables):
+            wanted = self._wanted()
+            with _advisory_lock(conn, self.tables):  # one process creates, checks and writes a prefix at a time
+                if self.recreate:
+                    pg_schema.drop(conn, self.tables)
+                pg_schema.check_compatible(conn, self.tables, wanted, self.where)
+                self._vector_store().count_documents()  # pgvector-haystack creates the chunk table and its indexes
+                pg_schema.create(conn, self.tables, wanted)
+                pg_schema.index_chunks_by_document(conn, self.tables)
                 done = pg_sync.sync(conn, self.tables, report.documents, self.settings, self.embed_passages,
                                     progress=_tqdm() if self.progress else None)
             if done["added"] or done["changed"] or done["deleted"]:

@@ -13,7 +13,7 @@ def pg_dsn(tmp_path_factory):
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        server = pgserver.get_server(tmp_path_factory.mktemp("pg") / "data", cleanup_mode="stop")
+        server = pgserver.get_server(tmp_path_factory.mktemp("pg") / "data", cleanup_mode="stop")  # noqa: F841 - kept alive by pgserver
     dsn = server.get_uri()
     old = os.environ.get("SPANQA_PG_DSN")
     os.environ["SPANQA_PG_DSN"] = dsn
@@ -22,7 +22,7 @@ def pg_dsn(tmp_path_factory):
         os.environ.pop("SPANQA_PG_DSN", None)
     else:
         os.environ["SPANQA_PG_DSN"] = old
-    server.cleanup()
+    # pgserver stops the server at exit, once the last process holding it is gone
 
 
 _PREFIX = iter(range(10**6))
