@@ -154,8 +154,13 @@ def _main(args, err) -> int:
     runner.warm_up()
     store = runner.store()
     stats = store.stats
-    err.print(f"[dim]index: {stats['documents']} documents, {stats['chunks']} chunks "
-              f"({'built' if stats['built'] else 'loaded from cache'} in {stats['seconds']:.1f}s)[/dim]")
+    if stats.get("store"):  # PostgreSQL: what the incremental sync did
+        err.print(f"[dim]index: {escape(stats['store'])}, tables {escape(stats['tables'])}: {stats['documents']} "
+                  f"documents, {stats['chunks']} chunks (added {stats['added']}, changed {stats['changed']}, "
+                  f"deleted {stats['deleted']}, unchanged {stats['unchanged']}; {stats['seconds']:.1f}s)[/dim]")
+    else:
+        err.print(f"[dim]index: {stats['documents']} documents, {stats['chunks']} chunks "
+                  f"({'built' if stats['built'] else 'loaded from cache'} in {stats['seconds']:.1f}s)[/dim]")
     if stats.get("skipped"):
         err.print(f"[yellow]skipped {len(stats['skipped'])} of {stats.get('found', '?')} file(s):[/yellow] "
                   + escape("; ".join(f"{p} ({r})" for p, r in stats["skipped"])), highlight=False)
