@@ -1,6 +1,9 @@
 """Shared bits of the benchmark scripts: repository on sys.path, offline, CISI location, timing."""
 
+import json
 import os
+import random
+import re
 import sys
 import time
 from pathlib import Path
@@ -26,3 +29,31 @@ def best_of(fn, repeats: int = 3) -> float:
 def require_cisi() -> None:
     if not (CISI / "corpus.jsonl").exists():
         sys.exit(f"CISI not found at {CISI}; set SPANQA_CISI to a BEIR folder.")
+
+
+def synthetic_corpus(folder: Path, n: int, seed: int = 0) -> list[str]:
+    """``n`` one-chunk documents recombined from CISI sentences; some questions to ask them."""
+    rng = random.Random(seed)
+    sentences = []
+    with open(CISI / "corpus.jsonl", encoding="utf-8") as fh:
+        for line in fh:
+            text = json.loads(line)["text"]
+            sentences += [s.strip() for s in re.split(r"(?<=[.!?])\s+", text) if 30 < len(s.strip()) < 240]
+    folder.mkdir(parents=True)
+    for i in range(n):
+        sub = folder / f"{i // 1000:04d}"
+        sub.mkdir(exist_ok=True)
+        (sub / f"{i:07d}.txt").write_text(" ".join(rng.sample(sentences, 2)), encoding="utf-8")
+    with open(CISI / "queries.jsonl", encoding="utf-8") as fh:
+        return [json.loads(line)["text"] for line in fh]
+
+
+def random_embedder(dim: int = 384, seed: int = 0):
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+
+    def embed(texts):
+        m = rng.standard_normal((len(texts), dim)).astype(np.float32)
+        return m / np.linalg.norm(m, axis=1, keepdims=True)
+    return embed

@@ -19,14 +19,13 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import random
 import statistics
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-from _common import CISI, require_cisi
+from _common import CISI, random_embedder, require_cisi, synthetic_corpus
 
 from components.app.evaluate import load_beir_queries
 from components.core.fusion import reciprocal_rank_fusion
@@ -81,36 +80,6 @@ def cisi(tmp: Path, n_queries: int | None) -> dict:
     return out
 
 
-def synthetic(folder: Path, n: int, seed: int = 0) -> list[str]:
-    """``n`` one-chunk documents recombined from CISI sentences; some questions to ask them."""
-    import re
-
-    rng = random.Random(seed)
-    sentences = []
-    with open(CISI / "corpus.jsonl", encoding="utf-8") as fh:
-        for line in fh:
-            text = json.loads(line)["text"]
-            sentences += [s.strip() for s in re.split(r"(?<=[.!?])\s+", text) if 30 < len(s.strip()) < 240]
-    folder.mkdir(parents=True)
-    for i in range(n):
-        sub = folder / f"{i // 1000:04d}"
-        sub.mkdir(exist_ok=True)
-        (sub / f"{i:07d}.txt").write_text(" ".join(rng.sample(sentences, 2)), encoding="utf-8")
-    queries, _ = load_beir_queries(CISI)
-    return list(queries.values())
-
-
-def random_embedder(dim: int = 384, seed: int = 0):
-    import numpy as np
-
-    rng = np.random.default_rng(seed)
-
-    def embed(texts):
-        m = rng.standard_normal((len(texts), dim)).astype(np.float32)
-        return m / np.linalg.norm(m, axis=1, keepdims=True)
-    return embed
-
-
 def timed(fn, queries):
     times = []
     for q in queries:
@@ -124,7 +93,7 @@ def scale(tmp: Path, n: int, n_queries: int) -> dict:
     import numpy as np
 
     folder = tmp / f"synthetic-{n}"
-    questions = synthetic(folder, n)[:n_queries]
+    questions = synthetic_corpus(folder, n)[:n_queries]
     rows = {}
     qvec = random_embedder(seed=1)
     for label in ("memory", "postgres"):
