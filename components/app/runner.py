@@ -263,6 +263,8 @@ class QueryRunner:
             stages["dense"] = r["dense_documents"]
         if self.joiner and "documents" in out.get(self.joiner, {}):
             stages["fused"] = out[self.joiner]["documents"]
+        elif r.get("documents") is not None:  # fusion: store — the retriever fused the lists itself
+            stages["fused"] = r["documents"]
         if self.ranker and "documents" in out.get(self.ranker, {}):
             stages["reranked"] = out[self.ranker]["documents"]
         final = next((stages[s] for s in ("reranked", "fused", "dense", "bm25") if s in stages), [])

@@ -10,10 +10,12 @@ from haystack import Document, component, default_from_dict, default_to_dict
 from components.core.errors import SpanQAError
 from components.core.filters import check_filters
 from components.core.params import check_choice, check_number, check_positive_int
+from components.joiners.rrf_joiner import fuse_documents
 from components.stores.base import BM25Params, Selection, SpanIndexStore, SupersededRule
 
 
 SUPERSEDED_MODES = ("exclude", "include")
+FUSION_MODES = ("joiner", "store")  # joiner: two lists out, RRFJoiner in the YAML; store: fused by the store
 DEFAULT_SUPERSEDED = ("superseded", "retired", "archived")
 
 
@@ -21,7 +23,9 @@ DEFAULT_SUPERSEDED = ("superseded", "retired", "archived")
 class HybridRetriever:
     """Ranks the chunks of a span store (``SpanStore`` in memory, ``PgSpanStore`` in PostgreSQL) twice: BM25
     Okapi (rank_bm25's formula, stemmed terms) and cosine
-    similarity of normalised sentence-transformers embeddings. Both lists go out; fuse them with ``RRFJoiner``.
+    similarity of normalised sentence-transformers embeddings. Both lists go out; fuse them with ``RRFJoiner``
+    — or, with ``fusion: store``, the store fuses them (PostgreSQL: both searches and RRF in one SQL statement)
+    and ``documents`` carries the fused list, equal to what ``RRFJoiner`` makes of the two lists.
 
     Metadata filters (Haystack filter syntax) are applied before the cut to ``top_k``, so a filter never
     leaves fewer than ``top_k`` results while enough chunks match. Documents whose metadata marks them
@@ -54,6 +58,9 @@ class HybridRetriever:
         superseded_status_field: str = "status",
         superseded_statuses: list[str] | None = None,
         superseded_by_field: str = "superseded_by",
+        fusion: str = "joiner",
+        rrf_k: float = 60,
+        rrf_weights: dict[str, float] | None = None,
     ):
         if not isinstance(document_store, SpanIndexStore):
             raise SpanQAError("HybridRetriever: document_store must be a spanqa span store "
@@ -66,6 +73,11 @@ class HybridRetriever:
         check_number("HybridRetriever", "bm25_epsilon", bm25_epsilon, low=0)
         check_filters(filters, "HybridRetriever.filters")
         check_choice("HybridRetriever", "superseded", superseded, SUPERSEDED_MODES)
+        check_choice("HybridRetriever", "fusion", fusion, FUSION_MODES)
+        check_number("HybridRetriever", "rrf_k", rrf_k, low=0)
+        if fusion == "store" and not (use_bm25 and use_dense):
+            raise SpanQAError("HybridRetriever: fusion: store fuses BM25 and dense lists; keep use_bm25 and use_dense true.")
+        self.fusion, self.rrf_k, self.rrf_weights = fusion, rrf_k, rrf_weights
         self.superseded, self.superseded_status_field = superseded, superseded_status_field
         self.superseded_statuses = list(DEFAULT_SUPERSEDED if superseded_statuses is None else superseded_statuses)
         self.superseded_by_field = superseded_by_field
@@ -81,6 +93,7 @@ class HybridRetriever:
             bm25_epsilon=self.bm25_epsilon, use_bm25=self.use_bm25, use_dense=self.use_dense, filters=self.filters,
             superseded=self.superseded, superseded_status_field=self.superseded_status_field,
             superseded_statuses=self.superseded_statuses, superseded_by_field=self.superseded_by_field,
+            fusion=self.fusion, rrf_k=self.rrf_k, rrf_weights=self.rrf_weights,
         )
 
     @classmethod
@@ -120,7 +133,7 @@ class HybridRetriever:
             docs.append(replace(doc, score=score, meta=meta))
         return docs
 
-    @component.output_types(bm25_documents=list[Document], dense_documents=list[Document])
+    @component.output_types(bm25_documents=list[Document], dense_documents=list[Document], documents=list[Document])
     def run(self, query: str, filters: dict[str, Any] | None = None, top_k: int | None = None,
             superseded: str | None = None) -> dict[str, Any]:
         """Both ranked lists for ``query`` (each up to ``top_k`` chunks that match ``filters``).
@@ -140,9 +153,16 @@ class HybridRetriever:
         store = self.document_store
         out: dict[str, list[Document]] = {"bm25_documents": [], "dense_documents": []}
         if selection.empty:
-            return out
+            return {**out, "documents": []} if self.fusion == "store" else out
+        params = BM25Params(self.bm25_k1, self.bm25_b, self.bm25_epsilon)
+        if self.fusion == "store":  # one round trip where the store can (PostgreSQL: one SQL statement)
+            bm25, dense, fused = store.hybrid_search(store.analyzer(query), query, k, selection, params,
+                                                     self.rrf_k, self.rrf_weights)
+            lists = {"bm25": self._documents(bm25, "bm25", store.embedding_model),
+                     "dense": self._documents(dense, "dense", store.embedding_model)}
+            return {"bm25_documents": lists["bm25"], "dense_documents": lists["dense"],
+                    "documents": fuse_documents(lists, fused=fused)}
         if self.use_bm25:
-            params = BM25Params(self.bm25_k1, self.bm25_b, self.bm25_epsilon)
             out["bm25_documents"] = self._documents(store.bm25_search(store.analyzer(query), k, selection, params),
                                                     "bm25", store.embedding_model)
         if self.use_dense:

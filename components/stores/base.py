@@ -182,6 +182,18 @@ class SpanIndexStore:
     def dense_search(self, query: str, k: int, selection: Selection) -> list[tuple[Document, float]]:  # pragma: no cover
         raise NotImplementedError
 
+    def hybrid_search(self, tokens: list[str], query: str, k: int, selection: Selection, params: BM25Params,
+                      rrf_k: float = 60, weights: dict[str, float] | None = None):
+        """Both lists and their RRF fusion: ``(bm25 hits, dense hits, [(chunk id, rrf, ranks)] best first)``.
+        This default runs the two searches and fuses in Python; a store may do all of it in one round trip."""
+        from components.core.fusion import reciprocal_rank_fusion
+
+        bm25 = self.bm25_search(tokens, k, selection, params)
+        dense = self.dense_search(query, k, selection)
+        fused = reciprocal_rank_fusion({"bm25": [d.id for d, _ in bm25], "dense": [d.id for d, _ in dense]},
+                                       k=rrf_k, weights=weights, top_k=k)
+        return bm25, dense, fused
+
     def source(self, doc_id: str) -> tuple[SourceDocument, np.ndarray, np.ndarray]:  # pragma: no cover - interface
         raise NotImplementedError
 

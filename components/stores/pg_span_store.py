@@ -26,7 +26,7 @@ SEARCH_STRATEGIES = ("exact", "hnsw")
 _SYNCED: dict[tuple, dict] = {}  # (server, prefix, data, settings) → the sync done in this process
 _SYNC_LOCK = threading.RLock()
 
-BM25_SQL = """
+BM25_CTES = """
 WITH q AS (SELECT term, count(*)::float8 AS n FROM unnest(%s::text[]) AS term GROUP BY term),
 w AS (SELECT q.term, q.n * (CASE WHEN ln(%s - t.df + 0.5) - ln(t.df + 0.5) < 0 THEN %s
                                   ELSE ln(%s - t.df + 0.5) - ln(t.df + 0.5) END) AS idf
@@ -34,12 +34,26 @@ w AS (SELECT q.term, q.n * (CASE WHEN ln(%s - t.df + 0.5) - ln(t.df + 0.5) < 0 T
 s AS (SELECT p.chunk_id, min(p.doc_id) AS doc_id, min(p.chunk_ord) AS chunk_ord,
              sum(w.idf * (p.tf * (%s + 1) / (p.tf + %s * (1 - %s + %s * p.dl / %s)))) AS score
       FROM w JOIN {postings} AS p ON p.term = w.term {join} GROUP BY p.chunk_id),
-top AS (SELECT score FROM s WHERE score > 0 ORDER BY score DESC LIMIT %s)
-SELECT c.id, c.content, c.meta, c.embedding, s.score
-FROM s JOIN {documents} AS d ON d.doc_id = s.doc_id JOIN {chunks} AS c ON c.id = s.chunk_id
-WHERE s.score > 0 AND s.score >= (SELECT min(score) FROM top)
-ORDER BY s.score DESC, d.ord, s.chunk_ord LIMIT %s
+top AS (SELECT score FROM s WHERE score > 0 ORDER BY score DESC LIMIT %s),
+bm AS (SELECT s.chunk_id AS id, s.score, row_number() OVER (ORDER BY s.score DESC, d.ord, s.chunk_ord) AS rank
+       FROM s JOIN {documents} AS d ON d.doc_id = s.doc_id
+       WHERE s.score > 0 AND s.score >= (SELECT min(score) FROM top)
+       ORDER BY s.score DESC, d.ord, s.chunk_ord LIMIT %s)
 """
+BM25_SQL = BM25_CTES + """SELECT c.id, c.content, c.meta, c.embedding, bm.score
+FROM bm JOIN {chunks} AS c ON c.id = bm.id ORDER BY bm.rank"""
+# both lists and their reciprocal rank fusion in one statement (RRFJoiner's order: score, best rank, first seen)
+HYBRID_SQL = BM25_CTES + """, dn AS MATERIALIZED (SELECT id, 1 - (embedding <=> %s::vector) AS score FROM {chunks} {where}
+                    ORDER BY embedding <=> %s::vector LIMIT %s),
+dr AS (SELECT id, score, row_number() OVER (ORDER BY score DESC) AS rank FROM dn),
+f AS (SELECT coalesce(bm.id, dr.id) AS id, bm.score AS b_score, bm.rank AS b_rank, dr.score AS d_score,
+             dr.rank AS d_rank,
+             coalesce(%s / (%s + bm.rank), 0) + coalesce(%s / (%s + dr.rank), 0) AS rrf,
+             least(bm.rank, dr.rank) AS best,
+             CASE WHEN bm.rank IS NOT NULL THEN bm.rank ELSE (SELECT count(*) FROM bm) + dr.rank END AS seen
+      FROM bm FULL JOIN dr ON bm.id = dr.id)
+SELECT f.id, c.content, c.meta, c.embedding, f.b_score, f.b_rank, f.d_score, f.d_rank, f.rrf
+FROM f JOIN {chunks} AS c ON c.id = f.id ORDER BY f.rrf DESC, f.best, f.seen"""
 
 
 def default_prefix(data_dir: str) -> str:
@@ -144,9 +158,15 @@ class PgSpanStore(SpanIndexStore):
         if conn is None or conn.closed:
             from pgvector.psycopg import register_vector
 
-            conn = self._local.conn = pg_server.connect(self.server_dsn)
+            conn = self._local.conn = pg_server.connect(self.server_dsn, options=self._session_options())
             register_vector(conn)
         return conn
+
+    def _session_options(self) -> str:
+        """HNSW query settings: candidates per search, and iterative scans so a filter still fills ``k``."""
+        if self.search_strategy != "hnsw":
+            return ""
+        return f"-c hnsw.ef_search={int(self.ef_search)} -c hnsw.iterative_scan=strict_order"
 
     def _vector_store(self):
         """This thread's pgvector-haystack document store over the chunk table."""
@@ -155,7 +175,7 @@ class PgSpanStore(SpanIndexStore):
             from haystack_integrations.document_stores.pgvector import PgvectorDocumentStore
             from psycopg.conninfo import make_conninfo
 
-            options = "-c hnsw.iterative_scan=strict_order" if self.search_strategy == "hnsw" else ""
+            options = self._session_options()
             conninfo = make_conninfo(self.server_dsn, options=options) if options else self.server_dsn
             store = self._local.pgvector = PgvectorDocumentStore(
                 connection_string=Secret.from_token(conninfo), create_extension=False,
@@ -247,26 +267,56 @@ class PgSpanStore(SpanIndexStore):
         return cached[1], cached[2] or 1.0, cached[4]
 
     # -- searches ----------------------------------------------------------------------------------------
+    def _bm25_args(self, tokens: list[str], k: int, selection: Selection, params: BM25Params):
+        """The BM25 part of a statement: its join (filters as SQL predicates) and its parameters."""
+        from haystack_integrations.document_stores.pgvector.filters import _convert_filters_to_where_clause_and_params
+        from psycopg import sql
+
+        n, avgdl, floor = self._corpus_stats(params.epsilon)
+        filters = selection.as_filters()
+        join, where, fparams = sql.SQL(""), sql.SQL(""), ()
+        if filters:
+            where, fparams = _convert_filters_to_where_clause_and_params(filters)
+            join = sql.SQL("JOIN {} AS c0 ON c0.id = p.chunk_id").format(self.tables.id("chunks")) + where
+        names = {key: self.tables.id(key) for key in ("terms", "postings", "documents", "chunks")}
+        args = (list(tokens), n, floor, n, params.k1, params.k1, params.b, params.b, avgdl, *fparams, k, k)
+        return names, join, where, fparams, args
+
     def bm25_search(self, tokens: list[str], k: int, selection: Selection,
                     params: BM25Params = BM25Params()) -> list[tuple[Document, float]]:
         """Top ``k`` chunks by BM25 Okapi computed in SQL (filters are predicates of the same statement)."""
-        from haystack_integrations.document_stores.pgvector.filters import _convert_filters_to_where_clause_and_params
         from psycopg import sql
 
         self.open()
         if not tokens:
             return []
-        n, avgdl, floor = self._corpus_stats(params.epsilon)
-        filters = selection.as_filters()
-        join, fparams = sql.SQL(""), ()
-        if filters:
-            where, fparams = _convert_filters_to_where_clause_and_params(filters)
-            join = sql.SQL("JOIN {} AS c0 ON c0.id = p.chunk_id").format(self.tables.id("chunks")) + where
-        statement = sql.SQL(BM25_SQL).format(join=join, **{k2: self.tables.id(k2) for k2 in
-                                                           ("terms", "postings", "documents", "chunks")})
-        args = (list(tokens), n, floor, n, params.k1, params.k1, params.b, params.b, avgdl, *fparams, k, k)
-        rows = self._conn().execute(statement, args).fetchall()
+        names, join, _, _, args = self._bm25_args(tokens, k, selection, params)
+        rows = self._conn().execute(sql.SQL(BM25_SQL).format(join=join, **names), args).fetchall()
         return [(self._document(r[0], r[1], r[2], r[3]), float(r[4])) for r in rows]
+
+    def hybrid_search(self, tokens: list[str], query: str, k: int, selection: Selection, params: BM25Params,
+                      rrf_k: float = 60, weights: dict[str, float] | None = None):
+        """BM25, dense and their RRF fusion in **one SQL statement** (one round trip)."""
+        from psycopg import sql
+
+        self.open()
+        names, join, where, fparams, args = self._bm25_args(tokens or [""], k, selection, params)
+        vec = "[" + ",".join(repr(float(x)) for x in self.embed_query(query)) + "]"
+        w = weights or {}
+        args = (*args, vec, *fparams, vec, k, float(w.get("bm25", 1.0)), float(rrf_k), float(w.get("dense", 1.0)),
+                float(rrf_k))
+        rows = self._conn().execute(sql.SQL(HYBRID_SQL).format(join=join, where=where, **names), args).fetchall()
+        bm25, dense, fused = [], [], []
+        for cid, content, meta, emb, b_score, b_rank, d_score, d_rank, rrf in rows:
+            doc = self._document(cid, content, meta, emb)
+            if b_rank is not None:
+                bm25.append((int(b_rank), doc, float(b_score)))
+            if d_rank is not None:
+                dense.append((int(d_rank), doc, float(d_score)))
+            ranks = {name: int(r) for name, r in (("bm25", b_rank), ("dense", d_rank)) if r is not None}
+            fused.append((cid, float(rrf), ranks))
+        ordered = [[(doc, score) for _, doc, score in sorted(hits, key=lambda h: h[0])] for hits in (bm25, dense)]
+        return ordered[0], ordered[1], fused[:k]
 
     @staticmethod
     def _document(cid: str, content: str, meta: dict, embedding) -> Document:

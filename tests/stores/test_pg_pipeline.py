@@ -87,3 +87,21 @@ def test_eval_runs_unchanged_on_postgres(pg_dsn, tmp_path):
     assert mem["retrieval"] and mem["reading"]["verdicts"]
     assert pg["retrieval"] == mem["retrieval"] and pg["taxonomy"] == mem["taxonomy"]
     assert pg["reading"]["verdicts"] == mem["reading"]["verdicts"]
+
+
+def test_one_round_trip_fusion_graph_answers_as_the_joiner_graph(runners, tmp_path):
+    """retriever.fusion: store, retriever.documents → ranker (no joiner): the same answers and documents."""
+    from haystack import Pipeline
+
+    from components.app.pipeline_io import ALLOWED_MODULES, prepare_spec, read_spec
+
+    spec = prepare_spec(read_spec(ROOT / "pipelines/extractive-postgres.yaml"), data=str(ROOT / "data/kb"))
+    spec["components"]["retriever"]["init_parameters"]["fusion"] = "store"
+    del spec["components"]["joiner"]
+    spec["connections"] = [c for c in spec["connections"] if not c["receiver"].startswith("joiner.")
+                           and not c["sender"].startswith("joiner.")]
+    spec["connections"].append({"sender": "retriever.documents", "receiver": "ranker.documents"})
+    fused = QueryRunner(Pipeline.from_dict(spec, allowed_modules=ALLOWED_MODULES))
+    fused.warm_up()
+    for question in QUESTIONS[:8]:
+        assert _same_fields(fused.ask(question)) == _same_fields(runners["extractive-postgres"].ask(question)), question

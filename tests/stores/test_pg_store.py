@@ -204,3 +204,34 @@ def test_idf_floor_for_terms_in_most_chunks(pg_dsn, tmp_path, prefix):
     assert len(got) == 8  # every lamp chunk scores (floored idf > 0); the two without lamp or amber do not
     for i in range(index.n_chunks):
         assert abs(got.get(index.chunk_id(i), 0.0) - want[i]) < 1e-6
+
+
+@pytest.mark.parametrize("strategy", ["exact", "hnsw"])
+def test_fusion_in_one_sql_statement_equals_the_rrf_joiner(pg_dsn, corpus, prefix, strategy):
+    from components.joiners.rrf_joiner import RRFJoiner
+
+    store = pg(corpus, prefix + strategy, search_strategy=strategy)
+    two_lists = HybridRetriever(store, top_k=6)
+    one_trip = HybridRetriever(store, top_k=6, fusion="store")
+    joiner = RRFJoiner(top_k=6)
+    notes = {"field": "meta.doc_id", "operator": "in", "value": [f"note-{i}.txt" for i in range(6)] + ["errors.md"]}
+    for query, filters in [("group lights into rooms and scenes", None), ("refund annual plans", None),
+                           ("ERR-4012 hub", notes), ("zzzz unknown words", None)]:
+        lists = two_lists.run(query=query, filters=filters)
+        want = joiner.run(bm25=lists["bm25_documents"], dense=lists["dense_documents"])["documents"]
+        got = one_trip.run(query=query, filters=filters)["documents"]
+        assert [d.id for d in got] == [d.id for d in want], query
+        for a, b in zip(got, want):
+            assert a.meta["ranks"] == b.meta["ranks"] and a.score == pytest.approx(b.score, abs=1e-12)
+            assert a.meta["scores"]["bm25" if "bm25" in b.meta["ranks"] else "dense"] == pytest.approx(
+                b.meta["scores"]["bm25" if "bm25" in b.meta["ranks"] else "dense"], abs=1e-6)
+
+
+def test_fusion_in_the_memory_store_equals_the_rrf_joiner(corpus, tmp_path):
+    from components.joiners.rrf_joiner import RRFJoiner
+
+    store = SpanStore(data_dir=str(corpus), cache_dir=str(tmp_path / "cache"), progress=False)
+    lists = HybridRetriever(store, top_k=5).run(query="refund annual plans")
+    want = RRFJoiner(top_k=5).run(bm25=lists["bm25_documents"], dense=lists["dense_documents"])["documents"]
+    got = HybridRetriever(store, top_k=5, fusion="store").run(query="refund annual plans")["documents"]
+    assert [(d.id, d.score, d.meta) for d in got] == [(d.id, d.score, d.meta) for d in want]
