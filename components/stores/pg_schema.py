@@ -8,8 +8,8 @@ For a table prefix ``p``:
 - ``p_documents`` — one row per source document: the exact text, front matter (jsonb), content hash,
   sentence (``units``) and paragraph (``blocks``) offsets as flat int arrays, load order (``ord``, the
   in-memory tie-break), chunk count and token total (for avgdl).
-- ``p_postings`` — BM25 postings: term → chunk with tf and the chunk's length; ``p_terms`` — document
-  frequencies. With N and avgdl these give BM25 Okapi in SQL, equal to the in-memory scorer (hence rank_bm25).
+- ``p_postings`` — BM25 postings: term → chunk (an integer key, mapped to the chunk id, document and position
+  in ``p_chunkmap``) with tf and the chunk's length; ``p_terms`` — document frequencies. With N and avgdl these give BM25 Okapi in SQL, equal to the in-memory scorer (hence rank_bm25).
 - ``p_state`` — one row: the index settings the tables were built with and a version bumped by every write.
 
 pgvector-haystack has no BM25 (its keyword search is ``ts_rank_cd``) and writes each table on its own;
@@ -50,26 +50,33 @@ class Tables:
         return self.name("chunks")
 
 
+SCHEMA_VERSION = 2  # part of the settings a prefix was built with: another layout is never mixed in
+
 DDL = [
     """CREATE TABLE IF NOT EXISTS {documents} (
         doc_id text PRIMARY KEY, ord integer NOT NULL, origin text NOT NULL, content_hash text NOT NULL,
         text text NOT NULL, meta jsonb NOT NULL, body_start integer NOT NULL, units integer[] NOT NULL,
         blocks integer[] NOT NULL, n_words integer NOT NULL, n_chunks integer NOT NULL,
         total_len double precision NOT NULL)""",
+    # chunk ids are text (pgvector-haystack's key); postings use a small integer key so BM25 groups fast
+    """CREATE TABLE IF NOT EXISTS {chunkmap} (
+        ckey integer PRIMARY KEY, chunk_id varchar(128) NOT NULL UNIQUE, doc_id text NOT NULL,
+        chunk_ord integer NOT NULL)""",
+    "CREATE INDEX IF NOT EXISTS {chunkmap_doc} ON {chunkmap} (doc_id)",
+    "CREATE SEQUENCE IF NOT EXISTS {ckey_seq} AS integer",
     """CREATE TABLE IF NOT EXISTS {postings} (
-        term text NOT NULL, chunk_id varchar(128) NOT NULL, doc_id text NOT NULL, chunk_ord integer NOT NULL,
-        tf real NOT NULL, dl double precision NOT NULL,
-        PRIMARY KEY (term, chunk_id) INCLUDE (tf, dl, doc_id, chunk_ord))""",
-    "CREATE INDEX IF NOT EXISTS {postings_doc} ON {postings} (doc_id)",
+        term text NOT NULL, ckey integer NOT NULL, tf real NOT NULL, dl double precision NOT NULL,
+        PRIMARY KEY (term, ckey) INCLUDE (tf, dl))""",
+    "CREATE INDEX IF NOT EXISTS {postings_ckey} ON {postings} (ckey)",
     "CREATE TABLE IF NOT EXISTS {terms} (term text PRIMARY KEY, df integer NOT NULL)",
     """CREATE TABLE IF NOT EXISTS {state} (
         id integer PRIMARY KEY CHECK (id = 1), version bigint NOT NULL, settings jsonb NOT NULL)""",
 ]
+PARTS = ("chunks", "documents", "chunkmap", "postings", "terms", "state")
 
 
 def _names(t: Tables) -> dict[str, sql.Identifier]:
-    return {k: t.id(k) for k in ("documents", "postings", "terms", "state")} | {
-        "postings_doc": t.id("postings_doc"), "chunks": t.id("chunks"), "chunks_doc": t.id("chunks_doc")}
+    return {k: t.id(k) for k in (*PARTS, "chunkmap_doc", "ckey_seq", "postings_ckey", "chunks_doc")}
 
 
 def q(text: str, t: Tables) -> sql.Composed:
@@ -129,8 +136,9 @@ def index_chunks_by_document(conn, t: Tables) -> None:
 
 def drop(conn, t: Tables) -> None:
     with conn.transaction():
-        for part in ("chunks", "documents", "postings", "terms", "state"):
+        for part in PARTS:
             conn.execute(sql.SQL("DROP TABLE IF EXISTS {} CASCADE").format(t.id(part)))
+        conn.execute(sql.SQL("DROP SEQUENCE IF EXISTS {}").format(t.id("ckey_seq")))
 
 
 def version(conn, t: Tables) -> int:

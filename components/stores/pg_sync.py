@@ -52,10 +52,12 @@ def delete_rows(conn, t: Tables, doc_ids: list[str]) -> None:
     """Every row of these documents (call inside a transaction): document frequencies first."""
     if not doc_ids:
         return
+    gone = "(SELECT ckey FROM {chunkmap} WHERE doc_id = ANY(%s))"
     conn.execute(q("UPDATE {terms} AS t SET df = t.df - d.n FROM (SELECT term, count(*) AS n FROM {postings} "
-                   "WHERE doc_id = ANY(%s) GROUP BY term) AS d WHERE t.term = d.term", t), (doc_ids,))
+                   f"WHERE ckey IN {gone} GROUP BY term) AS d WHERE t.term = d.term", t), (doc_ids,))
     conn.execute(q("DELETE FROM {terms} WHERE df <= 0", t))
-    conn.execute(q("DELETE FROM {postings} WHERE doc_id = ANY(%s)", t), (doc_ids,))
+    conn.execute(q(f"DELETE FROM {{postings}} WHERE ckey IN {gone}", t), (doc_ids,))
+    conn.execute(q("DELETE FROM {chunkmap} WHERE doc_id = ANY(%s)", t), (doc_ids,))
     conn.execute(q("DELETE FROM {chunks} WHERE meta->>'doc_id' = ANY(%s)", t), (doc_ids,))
     conn.execute(q("DELETE FROM {documents} WHERE doc_id = ANY(%s)", t), (doc_ids,))
 
@@ -80,14 +82,24 @@ def write_group(conn, t: Tables, group: list[Prepared], vectors: np.ndarray, ori
                     copy.write_row((cid, _vector_text(vectors[row]), p.doc.text[c.start:c.end],
                                     json.dumps(meta, default=str)))
                     row += 1
-        with cur.copy(q("COPY {postings} (term, chunk_id, doc_id, chunk_ord, tf, dl) FROM STDIN", t)) as copy:
+        n_chunks = sum(len(p.chunks) for p in group)
+        keys = [r[0] for r in conn.execute(q("SELECT nextval('{ckey_seq}') FROM generate_series(1, %s)", t),
+                                           (n_chunks,)).fetchall()] if n_chunks else []
+        with cur.copy(q("COPY {chunkmap} (ckey, chunk_id, doc_id, chunk_ord) FROM STDIN", t)) as copy:
+            i = 0
             for p in group:
-                for n, (c, tokens) in enumerate(zip(p.chunks, p.tokens)):
-                    cid = f"{p.doc.doc_id}:{c.start}-{c.end}"
+                for n, c in enumerate(p.chunks):
+                    copy.write_row((keys[i], f"{p.doc.doc_id}:{c.start}-{c.end}", p.doc.doc_id, n))
+                    i += 1
+        with cur.copy(q("COPY {postings} (term, ckey, tf, dl) FROM STDIN", t)) as copy:
+            i = 0
+            for p in group:
+                for tokens in p.tokens:
                     counts = Counter(tokens)
                     df.update(counts.keys())
                     for term, tf in counts.items():
-                        copy.write_row((term, cid, p.doc.doc_id, n, tf, float(len(tokens))))
+                        copy.write_row((term, keys[i], tf, float(len(tokens))))
+                    i += 1
         with cur.copy(q("COPY {documents} (doc_id, ord, origin, content_hash, text, meta, body_start, units, "
                         "blocks, n_words, n_chunks, total_len) FROM STDIN", t)) as copy:
             for p in group:

@@ -122,7 +122,8 @@ def test_incremental_sync_unchanged_changed_deleted(pg_dsn, corpus, prefix):
     stats = pg(corpus, prefix)._sync()["stats"]
     assert (stats["added"], stats["changed"], stats["deleted"], stats["unchanged"]) == (0, 1, 1, 9)
     assert not rows(first, "SELECT 1 FROM {documents} WHERE doc_id = 'note-3.txt'")
-    assert not rows(first, "SELECT 1 FROM {postings} WHERE doc_id = 'note-3.txt'")
+    assert not rows(first, "SELECT 1 FROM {chunkmap} WHERE doc_id = 'note-3.txt'")
+    assert rows(first, "SELECT count(*) FROM {postings} p LEFT JOIN {chunkmap} m USING (ckey) WHERE m.ckey IS NULL") == [(0,)]
     assert not rows(first, "SELECT 1 FROM {chunks} WHERE meta->>'doc_id' = 'note-3.txt'")
     assert not rows(first, "SELECT 1 FROM {postings} WHERE term = 'err-4012'")
     hits = first.bm25_search(first.analyzer("ERR-5000 power"), 3, Selection())
