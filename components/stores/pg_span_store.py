@@ -20,41 +20,11 @@ from components.core.memo import MISSING, Memo
 from components.core.params import check_choice, check_positive_int
 from components.stores import pg_schema, pg_server, pg_sync
 from components.stores.base import BM25Params, Selection, SpanIndexStore, SupersededRule
-from components.stores.pg_schema import Tables, q
+from components.stores.pg_schema import BM25_SQL, HYBRID_SQL, Tables, q
 
 SEARCH_STRATEGIES = ("exact", "hnsw")
 _SYNCED: dict[tuple, dict] = {}  # (server, prefix, data, settings) → the sync done in this process
 _SYNC_LOCK = threading.RLock()
-
-# idf once per query term (MATERIALIZED: inlined, the planner re-evaluates it per posting, 6x slower)
-BM25_CTES = """
-WITH q AS MATERIALIZED (SELECT term, count(*)::float8 AS n FROM unnest(%s::text[]) AS term GROUP BY term),
-w AS MATERIALIZED (SELECT q.term, q.n * (CASE WHEN ln(%s - t.df + 0.5) - ln(t.df + 0.5) < 0 THEN %s
-                                  ELSE ln(%s - t.df + 0.5) - ln(t.df + 0.5) END) AS idf
-      FROM q JOIN {terms} AS t ON t.term = q.term),
-s AS MATERIALIZED (SELECT p.ckey, sum(w.idf * (p.tf * (%s + 1) / (p.tf + %s * (1 - %s + %s * p.dl / %s)))) AS score
-      FROM w JOIN {postings} AS p ON p.term = w.term {join} GROUP BY p.ckey),
-top AS (SELECT score FROM s WHERE score > 0 ORDER BY score DESC LIMIT %s),
-bm AS (SELECT m.chunk_id AS id, s.score, row_number() OVER (ORDER BY s.score DESC, d.ord, m.chunk_ord) AS rank
-       FROM s JOIN {chunkmap} AS m ON m.ckey = s.ckey JOIN {documents} AS d ON d.doc_id = m.doc_id
-       WHERE s.score > 0 AND s.score >= (SELECT min(score) FROM top)
-       ORDER BY s.score DESC, d.ord, m.chunk_ord LIMIT %s)
-"""
-BM25_SQL = BM25_CTES + """SELECT c.id, c.content, c.meta, c.embedding, bm.score
-FROM bm JOIN {chunks} AS c ON c.id = bm.id ORDER BY bm.rank"""
-# both lists and their reciprocal rank fusion in one statement (RRFJoiner's order: score, best rank, first seen)
-HYBRID_SQL = BM25_CTES + """, dn AS MATERIALIZED (SELECT id, 1 - (embedding <=> %s::vector) AS score FROM {chunks} {where}
-                    ORDER BY embedding <=> %s::vector LIMIT %s),
-dr AS (SELECT id, score, row_number() OVER (ORDER BY score DESC) AS rank FROM dn),
-f AS (SELECT coalesce(bm.id, dr.id) AS id, bm.score AS b_score, bm.rank AS b_rank, dr.score AS d_score,
-             dr.rank AS d_rank,
-             coalesce(%s / (%s + bm.rank), 0) + coalesce(%s / (%s + dr.rank), 0) AS rrf,
-             least(bm.rank, dr.rank) AS best,
-             CASE WHEN bm.rank IS NOT NULL THEN bm.rank ELSE (SELECT count(*) FROM bm) + dr.rank END AS seen
-      FROM bm FULL JOIN dr ON bm.id = dr.id)
-SELECT f.id, c.content, c.meta, c.embedding, f.b_score, f.b_rank, f.d_score, f.d_rank, f.rrf
-FROM f JOIN {chunks} AS c ON c.id = f.id ORDER BY f.rrf DESC, f.best, f.seen"""
-
 
 def default_prefix(data_dir: str) -> str:
     """One corpus per table prefix: ``spanqa_<hash of the data location>`` unless the YAML names one."""
@@ -230,7 +200,7 @@ class PgSpanStore(SpanIndexStore):
                 dup = sorted({i for i in ids if ids.count(i) > 1})[:5]
                 raise SpanQAError(f"Data '{self.data_dir}' has duplicate document ids {dup}: ids must be unique.")
             wanted = self._wanted()
-            with _advisory_lock(conn, self.tables):  # one process creates, checks and writes a prefix at a time
+            with pg_sync.advisory_lock(conn, self.tables):  # one process creates, checks and writes a prefix at a time
                 if self.recreate:
                     pg_schema.drop(conn, self.tables)
                 pg_schema.check_compatible(conn, self.tables, wanted, self.where)
@@ -396,33 +366,16 @@ class PgSpanStore(SpanIndexStore):
                 raise SpanQAError(f"PgSpanStore: document '{d.id}' is empty; nothing to index.")
             todo.append(SourceDocument(d.id, d.content, {"title": "", "source": "write_documents", **d.meta}))
         if todo:
-            with _advisory_lock(conn, self.tables):
+            with pg_sync.advisory_lock(conn, self.tables):
                 pg_sync.sync(conn, self.tables, todo, self.settings, self.embed_passages, origin="api",
                              delete_missing=False)
         return len(todo)
 
     def delete_documents(self, document_ids: list[str]) -> None:
         conn = self._conn()
-        with _advisory_lock(conn, self.tables), conn.transaction():
+        with pg_sync.advisory_lock(conn, self.tables), conn.transaction():
             pg_sync.delete_rows(conn, self.tables, list(document_ids))
             conn.execute(q("UPDATE {state} SET version = version + 1 WHERE id = 1", self.tables))
-
-
-class _advisory_lock:
-    """One indexer per table prefix at a time (a second one says so and waits)."""
-
-    def __init__(self, conn, tables: Tables):
-        self.conn, self.key = conn, f"spanqa:{tables.prefix}"
-
-    def __enter__(self):
-        if not self.conn.execute("SELECT pg_try_advisory_lock(hashtext(%s))", (self.key,)).fetchone()[0]:
-            pg_server._say(f"another process is indexing {self.key.split(':', 1)[1]}_*; waiting for it")
-            self.conn.execute("SELECT pg_advisory_lock(hashtext(%s))", (self.key,))
-        return self
-
-    def __exit__(self, *exc):
-        if not self.conn.closed:
-            self.conn.execute("SELECT pg_advisory_unlock(hashtext(%s))", (self.key,))
 
 
 def _quiet(name: str):

@@ -12,6 +12,7 @@ work on a table prefix; a second one waits and then finds nothing to do, so rows
 from __future__ import annotations
 
 import json
+import sys
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -164,3 +165,24 @@ def sync(conn, t: Tables, documents: list[SourceDocument], settings: IndexSettin
     return {"added": sum(1 for i in todo if documents[i].doc_id not in existing),
             "changed": sum(1 for i in todo if documents[i].doc_id in existing),
             "deleted": len(deleted), "unchanged": unchanged, "embedded": n_embedded, "chunks_written": n_chunks}
+
+
+class advisory_lock:
+    """One indexer per table prefix at a time (a second one says so and waits)."""
+
+    def __init__(self, conn, tables: Tables):
+        self.conn, self.key = conn, f"spanqa:{tables.prefix}"
+
+    def __enter__(self):
+        if not self.conn.execute("SELECT pg_try_advisory_lock(hashtext(%s))", (self.key,)).fetchone()[0]:
+            _say(f"another process is indexing {self.key.split(':', 1)[1]}_*; waiting for it")
+            self.conn.execute("SELECT pg_advisory_lock(hashtext(%s))", (self.key,))
+        return self
+
+    def __exit__(self, *exc):
+        if not self.conn.closed:
+            self.conn.execute("SELECT pg_advisory_unlock(hashtext(%s))", (self.key,))
+
+
+def _say(message: str) -> None:
+    print(f"spanqa: {message}", file=sys.stderr, flush=True)
