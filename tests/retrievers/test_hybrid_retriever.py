@@ -10,16 +10,21 @@ from components.stores.span_store import SpanStore
 POLICY = "---\ntitle: Refund policy\nstatus: {status}\n---\nAnnual plans can be refunded within {days} days of purchase.\n"
 
 
+def make_corpus(folder, note_repeats=lambda i: 1):
+    """A current and a superseded refund policy, an error article and six notes (shared with the store tests)."""
+    folder.mkdir()
+    (folder / "refund-policy.md").write_text(POLICY.format(status="current", days=30))
+    (folder / "refund-policy-2023.md").write_text(POLICY.format(status="superseded", days=14))
+    (folder / "errors.md").write_text("# Errors\n\nERR-4012 means the pairing timed out. Move the bulb closer to the hub.\n")
+    for i in range(6):
+        text = f"Note {i}. Lights can be grouped into rooms and scenes number {i}."
+        (folder / f"note-{i}.txt").write_text(" ".join([text] * note_repeats(i)))
+    return folder
+
+
 @pytest.fixture()
 def corpus(tmp_path):
-    d = tmp_path / "kb"
-    d.mkdir()
-    (d / "refund-policy.md").write_text(POLICY.format(status="current", days=30))
-    (d / "refund-policy-2023.md").write_text(POLICY.format(status="superseded", days=14))
-    (d / "errors.md").write_text("# Errors\n\nERR-4012 means the pairing timed out. Move the bulb closer to the hub.\n")
-    for i in range(6):
-        (d / f"note-{i}.txt").write_text(f"Note {i}. Lights can be grouped into rooms and scenes number {i}.")
-    return d
+    return make_corpus(tmp_path / "kb")
 
 
 @pytest.fixture()

@@ -15,22 +15,23 @@ from components.stores.base import BM25Params, Selection
 from components.stores.pg_schema import q
 from components.stores.pg_span_store import PgSpanStore
 from components.stores.span_store import SpanStore
-
-POLICY = "---\ntitle: Refund policy\nstatus: {status}\n---\nAnnual plans can be refunded within {days} days of purchase.\n"
-
+from tests.retrievers.test_hybrid_retriever import make_corpus
 
 @pytest.fixture()
 def corpus(tmp_path):
-    d = tmp_path / "kb"
-    d.mkdir()
-    (d / "refund-policy.md").write_text(POLICY.format(status="current", days=30))
-    (d / "refund-policy-2023.md").write_text(POLICY.format(status="superseded", days=14))
-    (d / "errors.md").write_text("# Errors\n\nERR-4012 means the pairing timed out. Move the bulb closer to the hub.\n")
-    for i in range(6):
-        (d / f"note-{i}.txt").write_text(f"Note {i}. Lights can be grouped into rooms and scenes number {i}. " * (i + 1))
+    d = make_corpus(tmp_path / "kb", note_repeats=lambda i: i + 1)  # notes of different lengths (BM25's |d|)
     (d / "same-a.txt").write_text("Scenes can be grouped.")  # equal scores: the tie-break must match memory
     (d / "same-b.txt").write_text("Scenes can be grouped.")
     return d
+
+
+def chunk_tokens(mem):
+    """BM25 tokens of every chunk of an in-memory store's index, in index order (what rank_bm25 is given)."""
+    tokens = []
+    for doc in mem.open().documents:
+        blocks, _, chunks = split_document(doc, mem.settings)
+        tokens += [mem.analyzer(index_text(doc, blocks, c, True)) for c in chunks]
+    return tokens
 
 
 def pg(corpus, prefix, **kw):
@@ -45,11 +46,7 @@ def test_bm25_in_sql_equals_rank_bm25_and_the_memory_store(pg_dsn, corpus, prefi
     store = pg(corpus, prefix, search_strategy="exact")
     mem = SpanStore(data_dir=str(corpus), cache_dir=str(tmp_path / "cache"), progress=False)
     index = mem.open()
-    tokens = []
-    for doc in index.documents:
-        blocks, _, chunks = split_document(doc, mem.settings)
-        tokens += [mem.analyzer(index_text(doc, blocks, c, True)) for c in chunks]
-    oracle = RankBM25(tokens, k1=1.2, b=0.6, epsilon=0.3)
+    oracle = RankBM25(chunk_tokens(mem), k1=1.2, b=0.6, epsilon=0.3)
     ids = [index.chunk_id(i) for i in range(index.n_chunks)]
     params = BM25Params(k1=1.2, b=0.6, epsilon=0.3)
     for query in ["scenes grouped rooms", "refund annual plans plans", "ERR-4012 hub", "lights note"]:
@@ -193,11 +190,7 @@ def test_idf_floor_for_terms_in_most_chunks(pg_dsn, tmp_path, prefix):
     store = pg(d, prefix)
     mem = SpanStore(data_dir=str(d), cache_dir=str(tmp_path / "cache"), progress=False)
     index = mem.open()
-    tokens = []
-    for doc in index.documents:
-        blocks, _, chunks = split_document(doc, mem.settings)
-        tokens += [mem.analyzer(index_text(doc, blocks, c, True)) for c in chunks]
-    oracle = RankBM25(tokens)
+    oracle = RankBM25(chunk_tokens(mem))
     toks = store.analyzer("lamp amber")
     assert math.isclose(oracle.idf["lamp"], 0.25 * oracle.average_idf) and oracle.average_idf > 0
     got = {doc.id: s for doc, s in store.bm25_search(toks, 10, Selection())}
