@@ -54,7 +54,7 @@ def cisi(tmp: Path, n_queries: int | None) -> dict:
         s.open()
     same = {"bm25": 0, "dense": 0, "fused": 0}
     metrics = {name: {"mem": [], "pg": []} for name in same}
-    hnsw_recall = []
+    hnsw_recall, differ, max_cos_diff = [], [], 0.0
     for qid in qids:
         query = queries[qid]
         lists = {}
@@ -70,9 +70,17 @@ def cisi(tmp: Path, n_queries: int | None) -> dict:
                 metrics[name][label].append((ndcg_at_k(ranked, qrels[qid], 10), recall_at_k(ranked, qrels[qid], 100)))
         for name in same:
             same[name] += lists["mem"][name] == lists["pg"][name]
+            if lists["mem"][name] != lists["pg"][name]:  # how far apart are the lists that differ?
+                a, b = lists["mem"][name], lists["pg"][name]
+                moved = max(abs(a.index(i) - b.index(i)) for i in set(a) & set(b))
+                differ.append({"list": name, "query": qid, "same_set": set(a) == set(b), "max_rank_shift": moved})
+        scores_mem = {d.id: s for d, s in mem.dense_search(query, 100, Selection())}
+        scores_pg = {d.id: s for d, s in exact.dense_search(query, 100, Selection())}
+        max_cos_diff = max([max_cos_diff] + [abs(scores_mem[i] - scores_pg[i]) for i in set(scores_mem) & set(scores_pg)])
         approx = {d.id for d, _ in hnsw.dense_search(query, 10, Selection())}
         hnsw_recall.append(len(approx & set(lists["pg"]["dense"][:10])) / 10)
-    out = {"queries": len(qids), "identical_top100": same, "hnsw_recall_at_10_of_exact": statistics.mean(hnsw_recall)}
+    out = {"queries": len(qids), "identical_top100": same, "hnsw_recall_at_10_of_exact": statistics.mean(hnsw_recall),
+           "differences": differ, "max_dense_cosine_difference": max_cos_diff}
     for name, by in metrics.items():
         for label, values in by.items():
             out[f"{name}_{label}"] = {"ndcg@10": round(statistics.mean(v[0] for v in values), 4),
@@ -155,6 +163,10 @@ def main() -> int:
                 print(f"  {name:<6} nDCG@10 memory {c[name + '_mem']['ndcg@10']:.4f}  postgres "
                       f"{c[name + '_pg']['ndcg@10']:.4f}   R@100 memory {c[name + '_mem']['recall@100']:.4f}  "
                       f"postgres {c[name + '_pg']['recall@100']:.4f}")
+            for d in c["differences"]:
+                print(f"  differs: {d['list']} list of query {d['query']}: same 100 chunks {d['same_set']}, "
+                      f"largest rank shift {d['max_rank_shift']}")
+            print(f"  largest dense cosine difference memory vs PostgreSQL: {c['max_dense_cosine_difference']:.2e}")
             print(f"  HNSW (m 16, ef_construction 64, ef_search 100): recall of the exact dense top-10 "
                   f"{c['hnsw_recall_at_10_of_exact']:.3f}", flush=True)
         result["scale"] = {}
