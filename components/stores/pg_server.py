@@ -87,9 +87,10 @@ def connect(dsn: str, options: str = "", autocommit: bool = True):
         conninfo = make_conninfo(dsn, options=options) if options else dsn
         conn = psycopg.connect(conninfo, autocommit=autocommit, connect_timeout=10)
     except psycopg.Error as exc:
-        raise SpanQAError(f"PgSpanStore: cannot connect to PostgreSQL at {describe(dsn)}: "
-                          f"{_scrub(exc, dsn)[:300]}. Is the server running and the DSN (SPANQA_PG_DSN) right? "
-                          f"Unset SPANQA_PG_DSN to use the embedded server instead.") from None
+        reason = _scrub(exc, dsn)[:300].rstrip(" .?")
+        raise SpanQAError(f"PgSpanStore: cannot connect to PostgreSQL at {describe(dsn)} ({reason}). Start the "
+                          f"server or correct the DSN (SPANQA_PG_DSN); unset SPANQA_PG_DSN to use the embedded "
+                          f"server instead.") from None
     return conn
 
 
