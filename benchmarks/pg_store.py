@@ -97,14 +97,14 @@ def timed(fn, queries):
     return {"p50_ms": round(pct(times, 0.5), 2), "p95_ms": round(pct(times, 0.95), 2)}
 
 
-def scale(tmp: Path, n: int, n_queries: int) -> dict:
+def scale(tmp: Path, n: int, n_queries: int, stores=("memory", "postgres")) -> dict:
     import numpy as np
 
     folder = tmp / f"synthetic-{n}"
     questions = synthetic_corpus(folder, n)[:n_queries]
     rows = {}
     qvec = random_embedder(seed=1)
-    for label in ("memory", "postgres"):
+    for label in stores:
         if label == "memory":
             store = SpanStore(data_dir=str(folder), cache_dir=str(tmp / f"cache-{n}"), progress=False)
         else:
@@ -144,6 +144,7 @@ def main() -> int:
     p.add_argument("--sizes", type=int, nargs="*", default=[10_000, 100_000])
     p.add_argument("--queries", type=int, default=50)
     p.add_argument("--skip-cisi", action="store_true")
+    p.add_argument("--stores", nargs="*", default=["memory", "postgres"], choices=["memory", "postgres"])
     p.add_argument("--json", action="store_true")
     args = p.parse_args()
     require_cisi()
@@ -171,7 +172,7 @@ def main() -> int:
                   f"{c['hnsw_recall_at_10_of_exact']:.3f}", flush=True)
         result["scale"] = {}
         for n in args.sizes:
-            result["scale"][n] = scale(tmp, n, args.queries)
+            result["scale"][n] = scale(tmp, n, args.queries, args.stores)
     result["load_average_end"] = os.getloadavg()[0]
     print(f"load average {result['load_average_start']:.2f} → {result['load_average_end']:.2f}")
     if args.json:

@@ -23,6 +23,7 @@ from components.stores.base import BM25Params, Selection, SpanIndexStore, Supers
 from components.stores.pg_schema import BM25_SQL, HYBRID_SQL, Tables, q
 
 SEARCH_STRATEGIES = ("exact", "hnsw")
+WORK_MEM = "64MB"  # per sort/hash of one query: BM25 groups every chunk sharing a query term
 _SYNCED: dict[tuple, dict] = {}  # (server, prefix, data, settings) → the sync done in this process
 _SYNC_LOCK = threading.RLock()
 
@@ -133,10 +134,13 @@ class PgSpanStore(SpanIndexStore):
         return conn
 
     def _session_options(self) -> str:
-        """HNSW query settings: candidates per search, and iterative scans so a filter still fills ``k``."""
-        if self.search_strategy != "hnsw":
-            return ""
-        return f"-c hnsw.ef_search={int(self.ef_search)} -c hnsw.iterative_scan=strict_order"
+        """Query settings of our connections: memory for BM25's aggregation over large postings lists (so it
+        never spills to disk), and for HNSW the candidates per search and iterative scans (a filter still
+        fills ``k``)."""
+        options = f"-c work_mem={WORK_MEM}"
+        if self.search_strategy == "hnsw":
+            options += f" -c hnsw.ef_search={int(self.ef_search)} -c hnsw.iterative_scan=strict_order"
+        return options
 
     def _vector_store(self):
         """This thread's pgvector-haystack document store over the chunk table."""
