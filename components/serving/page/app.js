@@ -6,6 +6,7 @@
   const reading = document.body.dataset.reading === "true";
   const $ = (id) => document.getElementById(id);
   const form = $("ask"), input = $("question"), button = $("submit");
+  let answered = 0;
 
   function show(id, on) { $(id).hidden = !on; }
   function setStatus(text) { $("status").textContent = text; }
@@ -99,6 +100,8 @@
     } finally {
       button.disabled = false;
       document.body.dataset.state = "done";
+      answered += 1;
+      document.body.dataset.answered = String(answered);  // for tests and scripts: how many questions finished
     }
   });
 })();
