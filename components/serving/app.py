@@ -76,7 +76,10 @@ def add_routes(app: FastAPI, config: ServingConfig, wrapper: SpanQAPipelineWrapp
     name = config.name
     _replace_route(app, f"/{name}/run", "POST")
 
-    @app.post(f"/{name}/run", tags=["pipelines"], summary=f"Ask {name}: {{\"query\": ...}} → the run.py --json object")
+    @app.post(f"/{name}/run", tags=["pipelines"], summary=f"Ask {name}: {{\"query\": ...}} → the run.py --json object",
+              openapi_extra={"requestBody": {"required": True, "content": {"application/json": {"schema": {
+                  "type": "object", "required": ["query"], "additionalProperties": False,
+                  "properties": {"query": {"type": "string", "maxLength": config.max_question_chars}}}}}}})
     async def run(request: Request) -> JSONResponse:
         body = parse_body(await request.body())
         return JSONResponse(await run_in_threadpool(wrapper.run_api, query=body["query"]))

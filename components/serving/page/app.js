@@ -7,6 +7,7 @@
   const $ = (id) => document.getElementById(id);
   const form = $("ask"), input = $("question"), button = $("submit");
   let answered = 0;
+  const MAX_SOURCES = 10;
 
   function show(id, on) { $(id).hidden = !on; }
   function setStatus(text) { $("status").textContent = text; }
@@ -37,7 +38,8 @@
   function renderSources(result) {
     const list = $("sources");
     list.textContent = "";
-    for (const d of result.documents || []) {
+    const docs = result.documents || [];
+    for (const d of docs.slice(0, MAX_SOURCES)) {
       const li = document.createElement("li");
       const name = document.createElement("span");
       name.className = "doc";
@@ -47,6 +49,7 @@
       li.append(name, snippet);
       list.append(li);
     }
+    $("sources-more").textContent = docs.length > MAX_SOURCES ? "… and " + (docs.length - MAX_SOURCES) + " more" : "";
   }
 
   async function renderPassage(result) {
