@@ -28,7 +28,8 @@ from fastapi.responses import HTMLResponse, JSONResponse
 from fastapi.staticfiles import StaticFiles
 from starlette.concurrency import run_in_threadpool
 
-from components.serving.limits import Refused, classify_failure, describe_validation_errors, parse_body
+from components.serving.limits import (MAX_BODY_BYTES, Refused, classify_failure, describe_validation_errors,
+                                       parse_body)
 from components.serving.wrapper import ServingConfig, SpanQAPipelineWrapper, wrapper_class
 
 PAGE_DIR = Path(__file__).parent / "page"
@@ -81,6 +82,9 @@ def add_routes(app: FastAPI, config: ServingConfig, wrapper: SpanQAPipelineWrapp
                   "type": "object", "required": ["query"], "additionalProperties": False,
                   "properties": {"query": {"type": "string", "maxLength": config.max_question_chars}}}}}}})
     async def run(request: Request) -> JSONResponse:
+        declared = request.headers.get("content-length", "")
+        if declared.isdigit() and int(declared) > MAX_BODY_BYTES:  # refused before it is read into memory
+            raise Refused(413, f"the request body is {int(declared):,} bytes, over the {MAX_BODY_BYTES:,}-byte limit")
         body = parse_body(await request.body())
         return JSONResponse(await run_in_threadpool(wrapper.run_api, query=body["query"]))
 
