@@ -144,6 +144,15 @@ def mount_mcp(app: FastAPI):
     return mcp_app
 
 
+def _warm_up(app: FastAPI, wrapper: SpanQAPipelineWrapper) -> None:
+    """Warm the wrapper; when that fails, call ``app.state.spanqa_on_warm_up_failure`` (``serve`` stops the server
+    then, so a bad ``--data`` ends as it does for queries: one paragraph, exit code 2)."""
+    if wrapper.warm_up().state == "failed":
+        callback = getattr(app.state, "spanqa_on_warm_up_failure", None)
+        if callback is not None:
+            callback()
+
+
 def _chain_lifespan(app: FastAPI, mcp_app, wrapper: SpanQAPipelineWrapper) -> None:
     """Run Hayhooks' lifespan and the MCP session manager, and start warm-up in the background, so the server
     answers ``/ready`` (503) at once and turns ready when models and index are loaded."""
@@ -154,7 +163,7 @@ def _chain_lifespan(app: FastAPI, mcp_app, wrapper: SpanQAPipelineWrapper) -> No
         async with hayhooks_lifespan(a):
             async with (mcp_app.router.lifespan_context(mcp_app) if mcp_app is not None
                         else contextlib.nullcontext()):
-                threading.Thread(target=wrapper.warm_up, name="spanqa-warm-up", daemon=True).start()
+                threading.Thread(target=_warm_up, args=(app, wrapper), name="spanqa-warm-up", daemon=True).start()
                 yield
 
     app.router.lifespan_context = lifespan
@@ -199,5 +208,15 @@ def serve(args) -> int:
     app = build_app(config, host, port)
     print(f"spanqa: serving '{config.name}' on http://{host}:{port}/ — POST /{config.name}/run, GET /ready, "
           f"POST /v1/chat/completions (model '{config.name}'), MCP /mcp/mcp/; warming up …", file=sys.stderr, flush=True)
-    uvicorn.run(app, host=host, port=port, log_config=None, access_log=False, timeout_graceful_shutdown=5)
+    server = uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_config=None, access_log=False,
+                                           timeout_graceful_shutdown=5))
+    app.state.spanqa_on_warm_up_failure = lambda: setattr(server, "should_exit", True)
+    server.run()
+    failure = app.state.spanqa_wrapper.readiness.error
+    if failure is not None:
+        from components.core.errors import SpanQAError
+
+        if isinstance(failure, SpanQAError):
+            raise failure
+        raise SpanQAError(f"The server stopped: {app.state.spanqa_wrapper.readiness.reason}") from None
     return 0

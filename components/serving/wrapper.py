@@ -44,6 +44,7 @@ class Readiness:
     state: str = "starting"
     reason: str = "starting: models and the index are not loaded yet"
     warm_ups: int = 0
+    error: BaseException | None = None  # what made warm-up fail (run.py --serve reports it and exits 2)
     warm_up_ms: dict[str, float] = field(default_factory=dict)
     index: dict[str, Any] = field(default_factory=dict)
 
@@ -113,6 +114,7 @@ class SpanQAPipelineWrapper(BasePipelineWrapper):
                 self.readiness.index = index_summary(self.runner.store().stats)
             except Exception as exc:  # noqa: BLE001 - told to clients by /ready and 503s, one line
                 self.readiness.state, self.readiness.reason = "failed", f"warm-up failed: {classify_failure(exc)[1]}"
+                self.readiness.error = exc
                 return self.readiness
             self.readiness.warm_up_ms["total"] = round((time.perf_counter() - start) * 1000, 1)
             self.readiness.state, self.readiness.reason = "ready", "ready"
