@@ -44,7 +44,11 @@ def configure_hayhooks(host: str, port: int) -> None:
 
     settings.host, settings.port = host, port
     if "HAYHOOKS_PIPELINES_DIR" not in os.environ:
+        import atexit
+        import shutil
+
         settings.pipelines_dir = tempfile.mkdtemp(prefix="spanqa-hayhooks-")
+        atexit.register(shutil.rmtree, settings.pipelines_dir, ignore_errors=True)
     for key, attr in (("HAYHOOKS_TRACING_ENABLED", "tracing_enabled"),
                       ("HAYHOOKS_MONITORING_ENABLED", "monitoring_enabled"),
                       ("HAYHOOKS_TRACING_INCLUDE_HAYSTACK_SPANS", "tracing_include_haystack_spans")):
