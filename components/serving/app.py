@@ -206,6 +206,13 @@ def serve(args) -> int:
 
     from components.core.params import check_positive_int
 
+    from components.core.errors import SpanQAError
+
+    clashing = [flag for flag, value in (("--query", args.query), ("--eval", args.eval), ("--calibrate", args.calibrate),
+                                         ("--report", args.report)) if value]
+    if clashing:
+        raise SpanQAError(f"--serve answers questions sent over HTTP; it does not take {', '.join(clashing)}. Run "
+                          f"the server and POST {{\"query\": ...}} to /{Path(args.pipeline).stem}/run, or drop --serve.")
     host, port = args.host or DEFAULT_HOST, DEFAULT_PORT if args.port is None else args.port
     check_positive_int("run.py", "--port", port)
     config = config_from_args(args)
@@ -218,8 +225,6 @@ def serve(args) -> int:
     server.run()
     failure = app.state.spanqa_wrapper.readiness.error
     if failure is not None:
-        from components.core.errors import SpanQAError
-
         if isinstance(failure, SpanQAError):
             raise failure
         raise SpanQAError(f"The server stopped: {app.state.spanqa_wrapper.readiness.reason}") from None

@@ -35,7 +35,8 @@ def _serve(*args):
 def test_serve_bad_input_is_one_paragraph(tmp_path):
     for args, needle in [(["pipelines/retrieval.yaml", "--data", str(tmp_path / "nope")], "does not exist"),
                          (["pipelines/nope.yaml"], "does not exist"),
-                         (["pipelines/retrieval.yaml", "--port", "0"], "--port")]:
+                         (["pipelines/retrieval.yaml", "--port", "0"], "--port"),
+                         (["pipelines/retrieval.yaml", "-q", "ERR-4012"], "does not take --query")]:
         proc = _serve(*args)
         assert proc.returncode == 2, proc.stderr
         assert "Traceback" not in proc.stderr and needle in " ".join(proc.stderr.split())
