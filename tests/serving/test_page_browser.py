@@ -55,7 +55,7 @@ def test_page_highlights_the_span_and_shows_the_abstention(server, browser):
     assert label.text == "Question"
     box = browser.find_element(By.ID, "question")
     assert browser.switch_to.active_element != box
-    box.click()
+    label.click()  # the label is tied to the box: clicking it focuses the box
     assert browser.switch_to.active_element == box
 
     _ask(browser, ANSWERABLE, 1)
@@ -79,7 +79,16 @@ def test_page_highlights_the_span_and_shows_the_abstention(server, browser):
     # the answer takes focus so a screen reader or keyboard user lands on it
     assert browser.switch_to.active_element == browser.find_element(By.ID, "answer")
 
-    _ask(browser, UNANSWERABLE, 2)
+    # keyboard only: type, Tab to the Ask button, press Space on it
+    from selenium.webdriver.common.keys import Keys
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    box.clear()
+    box.send_keys(UNANSWERABLE, Keys.TAB)
+    assert browser.switch_to.active_element == browser.find_element(By.ID, "submit")
+    browser.switch_to.active_element.send_keys(Keys.SPACE)
+    WebDriverWait(browser, 120).until(
+        lambda d: d.find_element(By.TAG_NAME, "body").get_attribute("data-answered") == "2")
     assert browser.find_element(By.ID, "answer").text == "not found in the source"
     assert browser.find_element(By.ID, "verdict").text.startswith("NOT_FOUND")
     assert not browser.find_element(By.ID, "passage-box").is_displayed()
