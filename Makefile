@@ -1,13 +1,17 @@
 # Two commands for a fresh clone (README, Quickstart):
 #   make demo   set everything up, then answer the demo questions on data/ with pipelines/extractive.yaml
 #   make test   set everything up, then run the whole test suite
+#   make serve  serve PIPELINE (default pipelines/extractive.yaml) with Hayhooks on 127.0.0.1:1416 (README, "Serving")
 PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
 export HAYSTACK_TELEMETRY_ENABLED ?= false
 export TOKENIZERS_PARALLELISM ?= false
 
-.PHONY: setup demo test bench eval targets clean
+PIPELINE   ?= pipelines/extractive.yaml
+SERVE_ARGS ?=
+
+.PHONY: setup demo test bench serve bench-serve eval targets clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -32,6 +36,12 @@ test: setup
 
 bench: setup
 	$(BIN)/python benchmarks/run_all.py
+
+serve: setup
+	$(BIN)/python run.py $(PIPELINE) --serve $(SERVE_ARGS)
+
+bench-serve: setup
+	$(BIN)/python benchmarks/serving.py
 
 eval: setup
 	$(BIN)/python run.py pipelines/retrieval.yaml --eval ../shared/data/cisi --report reports/cisi-retrieval

@@ -40,6 +40,11 @@ def parse_args(argv=None):
                         "verifier supports)")
     p.add_argument("--validate", action="store_true",
                    help="only check the pipeline YAML and resolve its models (nothing is indexed or answered)")
+    serving = p.add_argument_group("serving (Hayhooks: REST, OpenAI-compatible chat, MCP, answer page)")
+    serving.add_argument("--serve", action="store_true",
+                         help="serve the pipeline over HTTP under its file stem (README, \"Serving (Hayhooks)\")")
+    serving.add_argument("--host", help="with --serve: address to listen on (default 127.0.0.1)")
+    serving.add_argument("--port", type=int, help="with --serve: port to listen on (default 1416)")
     return p.parse_args(argv)
 
 
@@ -130,6 +135,10 @@ def _main(args, err) -> int:
     out = Console()
     if args.validate:
         return _validate(args, out)
+    if args.serve:
+        from components.serving.app import serve
+
+        return serve(args)
     data = args.data
     kind = None
     if args.eval:

@@ -33,6 +33,7 @@ SPANQA_METADATA = {
     "audit_log": (str | None, lambda v: v is None or bool(v.strip()), "a file path or null"),
     "answer_cache_ttl_s": (float | None, lambda v: v is None or v >= 0, "a number of seconds ≥ 0 or null"),
     "allow_paths_outside": (bool, lambda v: True, "true or false"),
+    "max_question_chars": (int, lambda v: v >= 1, "a whole number of characters ≥ 1"),
 }
 
 
@@ -221,7 +222,26 @@ def validate_spec(path: str | Path, spec: Any) -> dict[str, type]:
             raise SpanQAError(f"{_where(path)}: component name {name!r} must be a non-empty string without dots.")
         classes[name] = check_component(path, name, comp)
     _check_connections(path, spec.get("connections"), set(spec["components"]))
+    _check_io(path, spec, set(spec["components"]))
     return classes
+
+
+def _check_io(path: str | Path, spec: dict, names: set[str]) -> None:
+    """Hayhooks' ``inputs`` / ``outputs`` (deploy-yaml): ``name: component.socket`` (inputs also a list of them)."""
+    for section in ("inputs", "outputs"):
+        mapping = spec.get(section)
+        if mapping is None:
+            continue
+        if not isinstance(mapping, dict):
+            raise SpanQAError(f"{_where(path)}: '{section}' must map names to component.socket, e.g. "
+                              f"{section}: {{query: [retriever.query, reader.query]}}.")
+        for key, target in mapping.items():
+            targets = target if isinstance(target, list) and section == "inputs" else [target]
+            for t in targets:
+                comp = t.split(".", 1)[0] if isinstance(t, str) and "." in t else None
+                if comp not in names:
+                    raise SpanQAError(f"{_where(path)}: {section}.{key} is {t!r:.80}, but it must be component.socket "
+                                      f"naming one of the components: {', '.join(sorted(names))}.")
 
 
 def resolve_models(pipeline) -> dict[str, str]:

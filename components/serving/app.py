@@ -1,0 +1,231 @@
+"""The Hayhooks server of one spanqa pipeline (``run.py PIPELINE.yaml --serve``).
+
+Hayhooks' app (``create_app``: status, OpenAI-compatible ``/v1/chat/completions``, deploy-yaml) with the
+pipeline deployed through its ``PipelineWrapper`` under the YAML file's stem, plus:
+
+- ``POST /{name}/run`` — ``{"query": ...}`` → exactly the ``run.py --json`` object (Hayhooks' own route would
+  wrap it as ``{"result": ...}``, so it is replaced by one that returns the wrapper's ``run_api`` as is);
+- ``GET /ready`` — 200 once models are loaded and the corpus indexed, 503 before (or when warm-up failed);
+- ``GET /{name}/source`` — the source passage around a span, for the page;
+- ``GET /`` — the answer page (``page/``); ``/mcp/mcp/`` — Hayhooks' MCP server (streamable HTTP);
+- every refusal or failure as ``{"detail": "<one line>"}`` with a 4xx/5xx status, never a traceback.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import html
+import os
+import sys
+import tempfile
+import threading
+from pathlib import Path
+from types import ModuleType
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import HTMLResponse, JSONResponse
+from fastapi.staticfiles import StaticFiles
+from starlette.concurrency import run_in_threadpool
+
+from components.serving.limits import (MAX_BODY_BYTES, Refused, classify_failure, describe_validation_errors,
+                                       parse_body)
+from components.serving.wrapper import ServingConfig, SpanQAPipelineWrapper, wrapper_class
+
+PAGE_DIR = Path(__file__).parent / "page"
+DEFAULT_HOST, DEFAULT_PORT = "127.0.0.1", 1416
+
+
+def configure_hayhooks(host: str, port: int) -> None:
+    """Hayhooks settings for a spanqa server (before ``create_app``): no startup deploy of ``./pipelines``
+    (its YAMLs would all be deployed), runtime deploys saved to a temporary folder, local tracing and
+    monitoring off unless their ``HAYHOOKS_*`` variables ask for them (they add work to every request)."""
+    from hayhooks.settings import settings
+
+    settings.host, settings.port = host, port
+    if "HAYHOOKS_PIPELINES_DIR" not in os.environ:
+        import atexit
+        import shutil
+
+        settings.pipelines_dir = tempfile.mkdtemp(prefix="spanqa-hayhooks-")
+        atexit.register(shutil.rmtree, settings.pipelines_dir, ignore_errors=True)
+    for key, attr in (("HAYHOOKS_TRACING_ENABLED", "tracing_enabled"),
+                      ("HAYHOOKS_MONITORING_ENABLED", "monitoring_enabled"),
+                      ("HAYHOOKS_TRACING_INCLUDE_HAYSTACK_SPANS", "tracing_include_haystack_spans")):
+        if key not in os.environ:
+            setattr(settings, attr, False)
+    # `hayhooks pipeline deploy-yaml` of a spanqa YAML must be able to build its components
+    os.environ.setdefault("HAYSTACK_DESERIALIZATION_ALLOWLIST", "haystack.*,components.*")
+
+
+def deploy(app: FastAPI, config: ServingConfig) -> SpanQAPipelineWrapper:
+    """Deploy ``config``'s pipeline into ``app`` through Hayhooks (registry, MCP tool, OpenAI model name)."""
+    from hayhooks.server.utils.deploy_utils import commit_prepared_pipeline
+    from hayhooks.server.utils.models import PreparedPipeline
+    from hayhooks.server.utils.module_loader import create_pipeline_wrapper_instance
+
+    module = ModuleType(f"spanqa_serving_{config.name}")
+    module.PipelineWrapper = wrapper_class(config)
+    wrapper = create_pipeline_wrapper_instance(module)
+    commit_prepared_pipeline(PreparedPipeline(name=config.name, wrapper=wrapper), app=app, overwrite=True)
+    return wrapper
+
+
+def _replace_route(app: FastAPI, path: str, method: str) -> None:
+    app.router.routes[:] = [r for r in app.router.routes
+                            if not (getattr(r, "path", None) == path and method in (getattr(r, "methods", None) or ()))]
+
+
+def add_routes(app: FastAPI, config: ServingConfig, wrapper: SpanQAPipelineWrapper) -> None:
+    """The run route (bare result), readiness, the source passage and the page."""
+    name = config.name
+    _replace_route(app, f"/{name}/run", "POST")
+
+    @app.post(f"/{name}/run", tags=["pipelines"], summary=f"Ask {name}: {{\"query\": ...}} → the run.py --json object",
+              openapi_extra={"requestBody": {"required": True, "content": {"application/json": {"schema": {
+                  "type": "object", "required": ["query"], "additionalProperties": False,
+                  "properties": {"query": {"type": "string", "maxLength": config.max_question_chars}}}}}}})
+    async def run(request: Request) -> JSONResponse:
+        declared = request.headers.get("content-length", "")
+        if declared.isdigit() and int(declared) > MAX_BODY_BYTES:  # refused before it is read into memory
+            raise Refused(413, f"the request body is {int(declared):,} bytes, over the {MAX_BODY_BYTES:,}-byte limit")
+        body = parse_body(await request.body())
+        return JSONResponse(await run_in_threadpool(wrapper.run_api, query=body["query"]))
+
+    @app.get("/ready", tags=["status"], summary="200 once models are loaded and the corpus is indexed, else 503")
+    async def ready() -> JSONResponse:
+        state = wrapper.readiness
+        return JSONResponse(state.as_json(name), status_code=200 if state.ready else 503,
+                            headers=None if state.ready else {"Retry-After": "2"})
+
+    @app.get(f"/{name}/source", tags=["pipelines"], summary="The source passage around a span (doc_id, offsets)")
+    async def source(doc_id: str, char_start: int, char_end: int) -> JSONResponse:
+        from components.serving.passage import source_passage
+
+        wrapper._require_ready()
+        return JSONResponse(await run_in_threadpool(source_passage, wrapper.runner.store(), doc_id, char_start,
+                                                    char_end))
+
+    page = (PAGE_DIR / "index.html").read_text(encoding="utf-8")
+    page = page.replace("{{PIPELINE}}", html.escape(name, quote=True)).replace(
+        "{{READING}}", "true" if wrapper.runner.readers else "false")
+
+    @app.get("/", include_in_schema=False)
+    async def index() -> HTMLResponse:
+        return HTMLResponse(page, headers={"Content-Security-Policy": "default-src 'self'; frame-ancestors 'none'"})
+
+    app.mount("/page", StaticFiles(directory=PAGE_DIR), name="spanqa-page")
+
+
+def add_error_handlers(app: FastAPI) -> None:
+    """Every refusal and failure as ``{"detail": one line}`` with its status; never a traceback."""
+
+    @app.exception_handler(Refused)
+    async def refused(_request: Request, exc: Refused) -> JSONResponse:
+        return JSONResponse({"detail": exc.reason}, status_code=exc.status, headers=exc.headers or None)
+
+    @app.exception_handler(RequestValidationError)
+    async def invalid(_request: Request, exc: RequestValidationError) -> JSONResponse:
+        status, reason = describe_validation_errors(list(exc.errors()))
+        return JSONResponse({"detail": reason}, status_code=status)
+
+    @app.exception_handler(Exception)
+    async def failed(_request: Request, exc: Exception) -> JSONResponse:
+        status, reason = classify_failure(exc)
+        return JSONResponse({"detail": reason}, status_code=status)
+
+
+def mount_mcp(app: FastAPI):
+    """Hayhooks' MCP server (the deployed pipeline is one of its tools) under ``/mcp``; returns its app, whose
+    lifespan (the session manager) the main lifespan must run. ``None`` without the ``mcp`` package."""
+    try:
+        from hayhooks.server.utils.mcp_utils import create_mcp_server, create_starlette_app
+
+        mcp_app = create_starlette_app(create_mcp_server())
+    except ImportError:
+        return None
+    app.mount("/mcp", mcp_app, name="mcp")
+    return mcp_app
+
+
+def _warm_up(app: FastAPI, wrapper: SpanQAPipelineWrapper) -> None:
+    """Warm the wrapper; when that fails, call ``app.state.spanqa_on_warm_up_failure`` (``serve`` stops the server
+    then, so a bad ``--data`` ends as it does for queries: one paragraph, exit code 2)."""
+    if wrapper.warm_up().state == "failed":
+        callback = getattr(app.state, "spanqa_on_warm_up_failure", None)
+        if callback is not None:
+            callback()
+
+
+def _chain_lifespan(app: FastAPI, mcp_app, wrapper: SpanQAPipelineWrapper) -> None:
+    """Run Hayhooks' lifespan and the MCP session manager, and start warm-up in the background, so the server
+    answers ``/ready`` (503) at once and turns ready when models and index are loaded."""
+    hayhooks_lifespan = app.router.lifespan_context
+
+    @contextlib.asynccontextmanager
+    async def lifespan(a):
+        async with hayhooks_lifespan(a):
+            async with (mcp_app.router.lifespan_context(mcp_app) if mcp_app is not None
+                        else contextlib.nullcontext()):
+                threading.Thread(target=_warm_up, args=(app, wrapper), name="spanqa-warm-up", daemon=True).start()
+                yield
+
+    app.router.lifespan_context = lifespan
+
+
+def build_app(config: ServingConfig, host: str = DEFAULT_HOST, port: int = DEFAULT_PORT) -> FastAPI:
+    """The Hayhooks app serving ``config``'s pipeline (not started; ``serve`` runs it with uvicorn)."""
+    configure_hayhooks(host, port)
+    from hayhooks import create_app
+
+    app = create_app()
+    wrapper = deploy(app, config)
+    add_routes(app, config, wrapper)
+    add_error_handlers(app)
+    _chain_lifespan(app, mount_mcp(app), wrapper)
+    app.state.spanqa_wrapper = wrapper
+    return app
+
+
+def config_from_args(args) -> ServingConfig:
+    """A ``ServingConfig`` from ``run.py``'s options (``--data``, ``--cache-dir``, ``--min-confidence``, …)."""
+    from components.app.pipeline_io import load_pipeline
+    from components.serving.limits import max_question_chars
+
+    pipeline, spec = load_pipeline(args.pipeline, data=args.data, cache_dir=args.cache_dir)
+    meta = (spec.get("metadata") or {}).get("spanqa") or {}
+    return ServingConfig(
+        name=Path(args.pipeline).stem, pipeline=pipeline, spec=spec, max_question_chars=max_question_chars(spec),
+        audit_log=None if args.no_audit else meta.get("audit_log"), answer_cache_ttl_s=meta.get("answer_cache_ttl_s"),
+        min_confidence=args.min_confidence, top_k=args.top_k, filters=args.filters)
+
+
+def serve(args) -> int:
+    """``run.py --serve``: load the pipeline (errors are one paragraph), then run the server until stopped."""
+    import uvicorn
+
+    from components.core.params import check_positive_int
+
+    from components.core.errors import SpanQAError
+
+    clashing = [flag for flag, value in (("--query", args.query), ("--eval", args.eval), ("--calibrate", args.calibrate),
+                                         ("--report", args.report)) if value]
+    if clashing:
+        raise SpanQAError(f"--serve answers questions sent over HTTP; it does not take {', '.join(clashing)}. Run "
+                          f"the server and POST {{\"query\": ...}} to /{Path(args.pipeline).stem}/run, or drop --serve.")
+    host, port = args.host or DEFAULT_HOST, DEFAULT_PORT if args.port is None else args.port
+    check_positive_int("run.py", "--port", port)
+    config = config_from_args(args)
+    app = build_app(config, host, port)
+    print(f"spanqa: serving '{config.name}' on http://{host}:{port}/ — POST /{config.name}/run, GET /ready, "
+          f"POST /v1/chat/completions (model '{config.name}'), MCP /mcp/mcp/; warming up …", file=sys.stderr, flush=True)
+    server = uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_config=None, access_log=False,
+                                           timeout_graceful_shutdown=5))
+    app.state.spanqa_on_warm_up_failure = lambda: setattr(server, "should_exit", True)
+    server.run()
+    failure = app.state.spanqa_wrapper.readiness.error
+    if failure is not None:
+        if isinstance(failure, SpanQAError):
+            raise failure
+        raise SpanQAError(f"The server stopped: {app.state.spanqa_wrapper.readiness.reason}") from None
+    return 0

@@ -1,0 +1,110 @@
+// spanqa answer page: POST /{pipeline}/run, then GET /{pipeline}/source for the passage that holds the answer
+// span, which is highlighted from its offsets. DOM text only (textContent), never HTML from the server.
+"use strict";
+(function () {
+  const pipeline = document.body.dataset.pipeline;
+  const reading = document.body.dataset.reading === "true";
+  const $ = (id) => document.getElementById(id);
+  const form = $("ask"), input = $("question"), button = $("submit");
+  let answered = 0;
+  const MAX_SOURCES = 10;
+
+  function show(id, on) { $(id).hidden = !on; }
+  function setStatus(text) { $("status").textContent = text; }
+  function setError(text) { $("error").textContent = text || ""; show("error", Boolean(text)); }
+
+  async function call(url, options) {
+    const response = await fetch(url, options);
+    let body = null;
+    try { body = await response.json(); } catch (e) { body = null; }
+    if (!response.ok) {
+      const reason = body && typeof body.detail === "string" ? body.detail : response.status + " " + response.statusText;
+      throw new Error(reason);
+    }
+    return body;
+  }
+
+  // Split `text` (starting at offset `start` in its document) around [spanStart, spanEnd) into a <mark>.
+  function highlight(container, text, start, spanStart, spanEnd) {
+    container.textContent = "";
+    const a = spanStart - start, b = spanEnd - start;
+    container.append(document.createTextNode(text.slice(0, a)));
+    const mark = document.createElement("mark");
+    mark.id = "span";
+    mark.textContent = text.slice(a, b);
+    container.append(mark, document.createTextNode(text.slice(b)));
+  }
+
+  function renderSources(result) {
+    const list = $("sources");
+    list.textContent = "";
+    const docs = result.documents || [];
+    for (const d of docs.slice(0, MAX_SOURCES)) {
+      const li = document.createElement("li");
+      const name = document.createElement("span");
+      name.className = "doc";
+      name.textContent = d.doc_id + " · chars " + d.char_start + "–" + d.char_end;
+      const snippet = document.createElement("div");
+      snippet.textContent = d.text.length > 280 ? d.text.slice(0, 279) + "…" : d.text;
+      li.append(name, snippet);
+      list.append(li);
+    }
+    $("sources-more").textContent = docs.length > MAX_SOURCES ? "… and " + (docs.length - MAX_SOURCES) + " more" : "";
+  }
+
+  async function renderPassage(result) {
+    show("passage-box", false);
+    const span = (result.spans || [])[0];
+    if (result.answer == null || !span) return;
+    const q = new URLSearchParams({doc_id: span.doc_id, char_start: span.char_start, char_end: span.char_end});
+    const passage = await call("/" + encodeURIComponent(pipeline) + "/source?" + q.toString());
+    highlight($("passage"), passage.text, passage.start, span.char_start, span.char_end);
+    $("passage-source").textContent = "(" + span.doc_id + ", chars " + span.char_start + "–" + span.char_end + ")";
+    show("passage-box", true);
+  }
+
+  function renderAnswer(result) {
+    const answer = $("answer");
+    if (!reading) {
+      answer.textContent = "Ranked passages (a retrieval pipeline has no reader).";
+      answer.className = "";
+    } else if (result.answer == null) {
+      answer.textContent = "not found in the source";
+      answer.className = "abstain";
+    } else {
+      answer.textContent = result.answer;
+      answer.className = "";
+    }
+    $("verdict").textContent = reading ? (result.verdict + (result.reason ? " — " + result.reason : "")) : "—";
+    $("confidence").textContent = result.confidence == null ? "—" : Number(result.confidence).toFixed(2);
+    $("route").textContent = (result.route || []).join(" → ") || "—";
+  }
+
+  form.addEventListener("submit", async (event) => {
+    event.preventDefault();
+    const query = input.value.trim();
+    if (!query) { setError("Type a question first."); input.focus(); return; }
+    setError(""); setStatus("Asking…"); button.disabled = true;
+    document.body.dataset.state = "busy";
+    try {
+      const result = await call("/" + encodeURIComponent(pipeline) + "/run", {
+        method: "POST", headers: {"Content-Type": "application/json"}, body: JSON.stringify({query: query}),
+      });
+      renderAnswer(result);
+      renderSources(result);
+      show("result", true);
+      await renderPassage(result);
+      setStatus(result.answer == null && reading ? "Not found in the source." : "Answered.");
+      $("answer").focus();
+    } catch (error) {
+      show("result", false);
+      setError(error.message);
+      setStatus("");
+    } finally {
+      button.disabled = false;
+      document.body.dataset.state = "done";
+      answered += 1;
+      document.body.dataset.answered = String(answered);  // for tests and scripts: how many questions finished
+    }
+  });
+})();

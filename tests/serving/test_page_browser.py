@@ -1,0 +1,109 @@
+"""The answer page in a real headless browser (Debian chromium + chromium-driver, selenium): type a question with
+the keyboard, submit, and the highlighted text is the API's span; an unanswerable question shows the abstention.
+Chromium may resolve only 127.0.0.1, so the page cannot use external assets."""
+
+from __future__ import annotations
+
+import shutil
+import time
+
+import pytest
+
+from tests.serving.conftest import ANSWERABLE, UNANSWERABLE, http
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+CHROMEDRIVER = shutil.which("chromedriver")
+pytestmark = pytest.mark.skipif(
+    not (CHROMIUM and CHROMEDRIVER),
+    reason="needs Debian's chromium and chromium-driver (apt-get install chromium chromium-driver; .ci/run does it)")
+
+
+@pytest.fixture(scope="module")
+def browser():
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    options = webdriver.ChromeOptions()
+    options.binary_location = CHROMIUM
+    for arg in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+                "--disable-extensions", "--no-first-run", "--disable-background-networking",
+                "--host-resolver-rules=MAP * ~NOTFOUND , EXCLUDE 127.0.0.1"):
+        options.add_argument(arg)
+    driver = webdriver.Chrome(service=Service(executable_path=CHROMEDRIVER), options=options)
+    driver.set_page_load_timeout(60)
+    yield driver
+    driver.quit()
+
+
+def _ask(browser, question: str, expect_answered: int):
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.common.keys import Keys
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    box = browser.find_element(By.ID, "question")
+    box.clear()
+    box.send_keys(question, Keys.ENTER)  # keyboard only: Enter submits the form
+    WebDriverWait(browser, 120).until(
+        lambda d: d.find_element(By.TAG_NAME, "body").get_attribute("data-answered") == str(expect_answered))
+
+
+def test_page_highlights_the_span_and_shows_the_abstention(server, browser):
+    from selenium.webdriver.common.by import By
+
+    browser.get(server.url + "/")
+    label = browser.find_element(By.CSS_SELECTOR, "label[for=question]")
+    assert label.text == "Question"
+    box = browser.find_element(By.ID, "question")
+    assert browser.switch_to.active_element != box
+    label.click()  # the label is tied to the box: clicking it focuses the box
+    assert browser.switch_to.active_element == box
+
+    _ask(browser, ANSWERABLE, 1)
+    status, api, _ = http("POST", f"{server.url}/extractive/run", {"query": ANSWERABLE})
+    assert status == 200 and api["answer"]
+    span = api["spans"][0]
+    assert browser.find_element(By.ID, "error").is_displayed() is False
+    assert browser.find_element(By.ID, "answer").text == api["answer"]
+    assert browser.find_element(By.ID, "verdict").text.startswith("SUPPORTED")
+    # the same route (a repeat is answered from the answer cache, which adds a first "cache:answer" stage)
+    shown = browser.find_element(By.ID, "route").text.split(" → ")
+    assert [r for r in shown if r != "cache:answer"] == [r for r in api["route"] if r != "cache:answer"]
+    mark = browser.find_element(By.CSS_SELECTOR, "#passage mark")
+    assert mark.get_attribute("textContent") == span["text"]
+    passage = browser.find_element(By.ID, "passage").get_attribute("textContent")
+    assert len(passage) > len(span["text"]) and span["text"] in passage  # highlighted inside its passage
+    assert span["doc_id"] in browser.find_element(By.ID, "passage-source").text
+    sources = [li.find_element(By.CLASS_NAME, "doc").text.split(" · ")[0]
+               for li in browser.find_elements(By.CSS_SELECTOR, "#sources li")]
+    assert sources == [d["doc_id"] for d in api["documents"]]
+    # the answer takes focus so a screen reader or keyboard user lands on it
+    assert browser.switch_to.active_element == browser.find_element(By.ID, "answer")
+
+    # keyboard only: type, Tab to the Ask button, press Space on it
+    from selenium.webdriver.common.keys import Keys
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    box.clear()
+    box.send_keys(UNANSWERABLE, Keys.TAB)
+    assert browser.switch_to.active_element == browser.find_element(By.ID, "submit")
+    browser.switch_to.active_element.send_keys(Keys.SPACE)
+    WebDriverWait(browser, 120).until(
+        lambda d: d.find_element(By.TAG_NAME, "body").get_attribute("data-answered") == "2")
+    assert browser.find_element(By.ID, "answer").text == "not found in the source"
+    assert browser.find_element(By.ID, "verdict").text.startswith("NOT_FOUND")
+    assert not browser.find_element(By.ID, "passage-box").is_displayed()
+
+    # every resource the page loaded came from the server itself
+    resources = browser.execute_script("return performance.getEntriesByType('resource').map(e => e.name)")
+    assert resources and all(r.startswith(server.url + "/") for r in resources), resources
+
+
+def test_page_shows_a_refusal_in_one_line(server, browser):
+    from selenium.webdriver.common.by import By
+
+    browser.get(server.url + "/")
+    browser.execute_script("document.getElementById('question').removeAttribute('maxlength')")
+    _ask(browser, "x" * 2500, 1)
+    error = browser.find_element(By.ID, "error")
+    assert error.is_displayed() and "over the limit of 2000" in error.text
+    assert not browser.find_element(By.ID, "result").is_displayed()

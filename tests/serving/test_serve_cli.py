@@ -1,0 +1,42 @@
+"""`run.py --serve` takes the query options (--data, --cache-dir) and reports bad input as for queries: one
+paragraph, exit code 2, before any server starts."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+from tests.serving.conftest import ROOT, Server, http
+
+
+def test_serve_with_data_and_cache_dir(tmp_path):
+    data = tmp_path / "kb"
+    data.mkdir()
+    (data / "kettle.md").write_text("# Kettle\n\nThe Zephyr kettle boils one litre of water in 140 seconds.\n")
+    (data / "toaster.md").write_text("# Toaster\n\nThe Ember toaster has six browning levels.\n")
+    srv = Server("pipelines/retrieval.yaml", tmp_path / "server.log", "--data", str(data), "--cache-dir",
+                 str(tmp_path / "cache"))
+    try:
+        ready = srv.wait_ready()
+        assert ready["index"]["documents"] == 2 and ready["index"]["built"] is True
+        status, body, _ = http("POST", f"{srv.url}/retrieval/run", {"query": "How fast does the Zephyr kettle boil?"})
+        assert status == 200
+        assert body["documents"][0]["doc_id"] == "kettle.md"
+        assert set(body) == {"query", "documents", "models", "timings_ms"}
+    finally:
+        srv.stop()
+
+
+def _serve(*args):
+    return subprocess.run([sys.executable, str(ROOT / "run.py"), *args, "--serve"], cwd=ROOT, capture_output=True,
+                          text=True, timeout=300)
+
+
+def test_serve_bad_input_is_one_paragraph(tmp_path):
+    for args, needle in [(["pipelines/retrieval.yaml", "--data", str(tmp_path / "nope")], "does not exist"),
+                         (["pipelines/nope.yaml"], "does not exist"),
+                         (["pipelines/retrieval.yaml", "--port", "0"], "--port"),
+                         (["pipelines/retrieval.yaml", "-q", "ERR-4012"], "does not take --query")]:
+        proc = _serve(*args)
+        assert proc.returncode == 2, proc.stderr
+        assert "Traceback" not in proc.stderr and needle in " ".join(proc.stderr.split())
