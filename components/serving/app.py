@@ -173,12 +173,46 @@ def _chain_lifespan(app: FastAPI, mcp_app, wrapper: SpanQAPipelineWrapper) -> No
     app.router.lifespan_context = lifespan
 
 
+DEPLOY_PATHS = ("/deploy-yaml", "/deploy_files", "/undeploy/{pipeline_name}")
+
+
+def is_loopback(host: str) -> bool:
+    """Whether ``host`` (an address or name to listen on) is reachable from this machine only."""
+    import ipaddress
+
+    if host in ("localhost", "ip6-localhost"):
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def _paths(route) -> list[str]:
+    """The paths a top-level route serves (FastAPI ≥ 0.16x keeps an included router as one entry)."""
+    inner = getattr(route, "original_router", None)
+    if inner is not None:
+        return [p for r in inner.routes for p in _paths(r)]
+    return [route.path] if getattr(route, "path", None) else []
+
+
+def remove_deploy_routes(app: FastAPI) -> list[str]:
+    """Drop Hayhooks' deploy/undeploy routers (they accept a pipeline YAML, i.e. code to run); their paths."""
+    drop = [r for r in app.router.routes if _paths(r) and set(_paths(r)) <= set(DEPLOY_PATHS)]
+    app.router.routes[:] = [r for r in app.router.routes if r not in drop]
+    return [p for r in drop for p in _paths(r)]
+
+
 def build_app(config: ServingConfig, host: str = DEFAULT_HOST, port: int = DEFAULT_PORT) -> FastAPI:
     """The Hayhooks app serving ``config``'s pipeline (not started; ``serve`` runs it with uvicorn)."""
     configure_hayhooks(host, port)
     from hayhooks import create_app
 
     app = create_app()
+    if not is_loopback(host):  # deploying a YAML is deploying code: never for clients on other machines
+        removed = remove_deploy_routes(app)
+        print(f"spanqa: listening on {host}, not loopback: Hayhooks' deploy/undeploy endpoints ({', '.join(removed)}) "
+              f"are switched off", file=sys.stderr, flush=True)
     wrapper = deploy(app, config)
     add_routes(app, config, wrapper)
     add_error_handlers(app)

@@ -47,3 +47,22 @@ def test_run_api_returns_exactly_public_result(wrapper):
     assert info.value.status == 413 and "limit of 50" in info.value.reason
     assert wrapper.run_chat_completion("retrieval", [{"role": "user", "content": "ERR-4012"}], {}).startswith(
         "Top passages:\n[1] err-4012")
+
+
+def test_deploy_endpoints_only_on_loopback():
+    from hayhooks import create_app
+
+    from components.serving.app import DEPLOY_PATHS, is_loopback, remove_deploy_routes
+
+    assert is_loopback("127.0.0.1") and is_loopback("::1") and is_loopback("localhost")
+    assert not is_loopback("0.0.0.0") and not is_loopback("192.168.1.20") and not is_loopback("example.org")
+    from fastapi.testclient import TestClient
+
+    app = create_app()
+    before = TestClient(app).post("/deploy-yaml", json={})
+    assert before.status_code == 422  # the route is there (the body is incomplete)
+    assert sorted(remove_deploy_routes(app)) == sorted(DEPLOY_PATHS)
+    client = TestClient(app)
+    assert client.post("/deploy-yaml", json={}).status_code == 404
+    assert client.post("/undeploy/extractive").status_code == 404
+    assert client.get("/status").status_code == 200  # the rest stays
