@@ -6,7 +6,8 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
-SCRIPTS = ["bm25_speed.py", "indexing_speed.py", "ranker_speed.py", "reader_speed.py", "e2e_latency.py", "reliability.py"]
+SCRIPTS = ["bm25_speed.py", "indexing_speed.py", "retrieval_speed.py", "ranker_speed.py", "reader_speed.py", "e2e_latency.py",
+           "reliability.py", "pg_store.py", "serving.py"]
 
 
 def main() -> int:
