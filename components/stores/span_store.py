@@ -14,7 +14,6 @@ from haystack import Document, default_from_dict, default_to_dict
 from haystack.document_stores.types import DuplicatePolicy
 from haystack.utils.filters import document_matches_filter
 
-from components.core.analysis import Analyzer
 from components.core.bm25 import BM25Okapi, top_k as top_k_indices
 from components.core.errors import SpanQAError
 from components.core.index import (
