@@ -126,3 +126,15 @@ def test_run_py_on_postgres_embedded_by_default_with_the_audit_log(tmp_path):
     again = subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
     assert "added 0, changed 0, deleted 0, unchanged 30" in " ".join(again.stderr.split())
     assert json.loads(again.stdout)["spans"] == result["spans"]
+
+
+def test_postgres_pipeline_from_many_threads_equals_serial(runners):
+    """One warmed PostgreSQL pipeline shared by 8 threads (each with its own connection) = the serial answers."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    pg = runners["extractive-postgres"]
+    questions = QUESTIONS[:24]
+    serial = [_same_fields(pg.ask(q)) for q in questions]
+    with ThreadPoolExecutor(8) as pool:
+        threaded = list(pool.map(lambda q: _same_fields(pg.ask(q)), questions * 2))
+    assert threaded == serial * 2
