@@ -219,6 +219,15 @@ def load_squad(path: Path) -> LoadReport:
     return LoadReport(docs, skipped, str(path))
 
 
+def check_unique_ids(documents: list[SourceDocument], location: str | Path) -> None:
+    """Document ids must be unique in a corpus (every store keys its rows and offsets by them)."""
+    from collections import Counter
+
+    dup = sorted(i for i, n in Counter(d.doc_id for d in documents).items() if n > 1)[:5]
+    if dup:
+        raise SpanQAError(f"Data '{location}' has duplicate document ids {dup}: ids must be unique.")
+
+
 def load_corpus(location: str | Path, component: str = "document_store", limits: LoadLimits = LoadLimits()) -> LoadReport:
     """Load whatever ``location`` holds; raise a one-paragraph ``SpanQAError`` when it cannot be used."""
     path = Path(location).expanduser()

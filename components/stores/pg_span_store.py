@@ -15,7 +15,7 @@ from haystack.utils import Secret, deserialize_secrets_inplace
 
 from components.core.errors import SpanQAError
 from components.core.filters import check_filters
-from components.core.loaders import LoadLimits, SourceDocument, load_corpus
+from components.core.loaders import LoadLimits, SourceDocument, check_unique_ids, load_corpus
 from components.core.memo import MISSING, Memo
 from components.core.params import check_choice, check_positive_int
 from components.stores import pg_schema, pg_server, pg_sync
@@ -199,10 +199,7 @@ class PgSpanStore(SpanIndexStore):
 
             register_vector(conn)
             report = load_corpus(self.data_dir, limits=self.limits)
-            ids = [d.doc_id for d in report.documents]
-            if len(set(ids)) != len(ids):
-                dup = sorted({i for i in ids if ids.count(i) > 1})[:5]
-                raise SpanQAError(f"Data '{self.data_dir}' has duplicate document ids {dup}: ids must be unique.")
+            check_unique_ids(report.documents, self.data_dir)
             wanted = self._wanted()
             with pg_sync.advisory_lock(conn, self.tables):  # one process creates, checks and writes a prefix at a time
                 if self.recreate:

@@ -27,7 +27,7 @@ from components.core.index import (
     remove_stale_temporaries,
     save_index,
 )
-from components.core.loaders import LoadLimits, LoadReport, SourceDocument, load_corpus
+from components.core.loaders import LoadLimits, LoadReport, SourceDocument, check_unique_ids, load_corpus
 from components.stores.base import BM25Params, Selection, SpanIndexStore, SupersededRule, chunk_meta
 
 logger = logging.getLogger(__name__)
@@ -117,10 +117,7 @@ class SpanStore(SpanIndexStore):
     def _open(self, refresh: bool) -> CorpusIndex:
         report = load_corpus(self.data_dir, limits=self.limits)
         report.documents.extend(self._extra)
-        ids = [d.doc_id for d in report.documents]
-        if len(set(ids)) != len(ids):
-            dup = sorted({i for i in ids if ids.count(i) > 1})[:5]
-            raise SpanQAError(f"Data '{self.data_dir}' has duplicate document ids {dup}: ids must be unique.")
+        check_unique_ids(report.documents, self.data_dir)
         key = corpus_key(report.documents, self.settings)
         reg_key = (str(Path(self.data_dir).resolve()), str(Path(self.cache_dir).resolve()), key)
         if reg_key in _OPEN and not refresh:

@@ -3,6 +3,8 @@
 import os
 from pathlib import Path
 
+import pytest
+
 from components.core.loaders import LoadLimits, load_folder
 
 
@@ -58,3 +60,12 @@ def test_size_and_front_matter_limits_are_reported(tmp_path):
     assert "larger than max_document_bytes (1,000 bytes)" in reasons["big.txt"]
     assert reasons["bomb.md"].startswith("front matter over the limit: more than 8 YAML aliases")
     assert [d.doc_id for d in report.documents] == ["ok.md"]
+
+
+def test_duplicate_document_ids_are_one_clear_error():
+    from components.core.errors import SpanQAError
+    from components.core.loaders import SourceDocument, check_unique_ids
+
+    check_unique_ids([SourceDocument("a", "x"), SourceDocument("b", "y")], "kb")
+    with pytest.raises(SpanQAError, match=r"Data 'corpus.jsonl' has duplicate document ids \['a'\]"):
+        check_unique_ids([SourceDocument("a", "x"), SourceDocument("b", "y"), SourceDocument("a", "z")], "corpus.jsonl")
