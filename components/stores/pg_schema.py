@@ -144,33 +144,3 @@ def drop(conn, t: Tables) -> None:
 def version(conn, t: Tables) -> int:
     row = conn.execute(q("SELECT version FROM {state} WHERE id = 1", t)).fetchone()
     return int(row[0]) if row else 0
-
-
-# idf once per query term (MATERIALIZED: inlined, the planner re-evaluates it per posting, 6x slower)
-BM25_CTES = """
-WITH q AS MATERIALIZED (SELECT term, count(*)::float8 AS n FROM unnest(%s::text[]) AS term GROUP BY term),
-w AS MATERIALIZED (SELECT q.term, q.n * (CASE WHEN ln(%s - t.df + 0.5) - ln(t.df + 0.5) < 0 THEN %s
-                                  ELSE ln(%s - t.df + 0.5) - ln(t.df + 0.5) END) AS idf
-      FROM q JOIN {terms} AS t ON t.term = q.term),
-s AS MATERIALIZED (SELECT p.ckey, sum(w.idf * (p.tf * (%s + 1) / (p.tf + %s * (1 - %s + %s * p.dl / %s)))) AS score
-      FROM w JOIN {postings} AS p ON p.term = w.term {join} GROUP BY p.ckey),
-top AS (SELECT score FROM s WHERE score > 0 ORDER BY score DESC LIMIT %s),
-bm AS (SELECT m.chunk_id AS id, s.score, row_number() OVER (ORDER BY s.score DESC, d.ord, m.chunk_ord) AS rank
-       FROM s JOIN {chunkmap} AS m ON m.ckey = s.ckey JOIN {documents} AS d ON d.doc_id = m.doc_id
-       WHERE s.score > 0 AND s.score >= (SELECT min(score) FROM top)
-       ORDER BY s.score DESC, d.ord, m.chunk_ord LIMIT %s)
-"""
-BM25_SQL = BM25_CTES + """SELECT c.id, c.content, c.meta, c.embedding, bm.score
-FROM bm JOIN {chunks} AS c ON c.id = bm.id ORDER BY bm.rank"""
-# both lists and their reciprocal rank fusion in one statement (RRFJoiner's order: score, best rank, first seen)
-HYBRID_SQL = BM25_CTES + """, dn AS MATERIALIZED (SELECT id, 1 - (embedding <=> %s::vector) AS score FROM {chunks} {where}
-                    ORDER BY embedding <=> %s::vector LIMIT %s),
-dr AS (SELECT id, score, row_number() OVER (ORDER BY score DESC) AS rank FROM dn),
-f AS (SELECT coalesce(bm.id, dr.id) AS id, bm.score AS b_score, bm.rank AS b_rank, dr.score AS d_score,
-             dr.rank AS d_rank,
-             coalesce(%s / (%s + bm.rank), 0) + coalesce(%s / (%s + dr.rank), 0) AS rrf,
-             least(bm.rank, dr.rank) AS best,
-             CASE WHEN bm.rank IS NOT NULL THEN bm.rank ELSE (SELECT count(*) FROM bm) + dr.rank END AS seen
-      FROM bm FULL JOIN dr ON bm.id = dr.id)
-SELECT f.id, c.content, c.meta, c.embedding, f.b_score, f.b_rank, f.d_score, f.d_rank, f.rrf
-FROM f JOIN {chunks} AS c ON c.id = f.id ORDER BY f.rrf DESC, f.best, f.seen"""

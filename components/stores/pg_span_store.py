@@ -18,9 +18,9 @@ from components.core.filters import check_filters
 from components.core.loaders import LoadLimits, SourceDocument, check_unique_ids, load_corpus
 from components.core.memo import MISSING, Memo
 from components.core.params import check_choice, check_positive_int
-from components.stores import pg_schema, pg_server, pg_sync
+from components.stores import pg_bm25, pg_schema, pg_server, pg_sync
 from components.stores.base import BM25Params, Selection, SpanIndexStore, SupersededRule
-from components.stores.pg_schema import BM25_SQL, HYBRID_SQL, Tables, q
+from components.stores.pg_schema import Tables, q
 
 SEARCH_STRATEGIES = ("exact", "hnsw")
 WORK_MEM = "64MB"  # per sort/hash of one query: BM25 groups every chunk sharing a query term
@@ -240,33 +240,43 @@ class PgSpanStore(SpanIndexStore):
         return cached[1], cached[2] or 1.0, cached[4]
 
     # -- searches ----------------------------------------------------------------------------------------
-    def _bm25_args(self, tokens: list[str], k: int, selection: Selection, params: BM25Params):
-        """The BM25 part of a statement: its join (filters as SQL predicates) and its parameters."""
+    def _bm25_statement(self, tokens: list[str], k: int, selection: Selection, params: BM25Params,
+                        pruned: bool = True):
+        """The BM25 CTEs of one search, their parameters, table names, and the filter's WHERE + parameters."""
         from haystack_integrations.document_stores.pgvector.filters import _convert_filters_to_where_clause_and_params
-        from psycopg import sql
 
-        n, avgdl, floor = self._corpus_stats(params.epsilon)
         filters = selection.as_filters()
-        join, where, fparams = sql.SQL(""), sql.SQL(""), ()
-        if filters:
-            where, fparams = _convert_filters_to_where_clause_and_params(filters)
-            join = sql.SQL("JOIN {} AS m0 ON m0.ckey = p.ckey JOIN {} AS c0 ON c0.id = m0.chunk_id").format(
-                self.tables.id("chunkmap"), self.tables.id("chunks")) + where
-        names = {key: self.tables.id(key) for key in ("terms", "postings", "documents", "chunks", "chunkmap")}
-        args = (list(tokens), n, floor, n, params.k1, params.k1, params.b, params.b, avgdl, *fparams, k, k)
-        return names, join, where, fparams, args
+        where, fparams = _convert_filters_to_where_clause_and_params(filters) if filters else (None, ())
+        ctes, args, names = pg_bm25.statement(self.tables, tokens, k, where, fparams,
+                                              self._corpus_stats(params.epsilon), params, pruned)
+        return ctes, args, names, where, fparams
 
     def bm25_search(self, tokens: list[str], k: int, selection: Selection,
-                    params: BM25Params = BM25Params()) -> list[tuple[Document, float]]:
+                    params: BM25Params = BM25Params(), pruned: bool = True) -> list[tuple[Document, float]]:
         """Top ``k`` chunks by BM25 Okapi computed in SQL (filters are predicates of the same statement)."""
         from psycopg import sql
 
         self.open()
         if not tokens:
             return []
-        names, join, _, _, args = self._bm25_args(tokens, k, selection, params)
-        rows = self._conn().execute(sql.SQL(BM25_SQL).format(join=join, **names), args).fetchall()
+        ctes, args, names, _, _ = self._bm25_statement(tokens, k, selection, params, pruned)
+        rows = self._conn().execute(ctes + sql.SQL(pg_bm25.BM25_SELECT).format(**names), args).fetchall()
         return [(self._document(r[0], r[1], r[2], r[3]), float(r[4])) for r in rows]
+
+    def bm25_pruning(self, tokens: list[str], k: int, selection: Selection,
+                     params: BM25Params = BM25Params()) -> dict[str, int] | None:
+        """What MaxScore did for one query: query terms, non-essential terms, chunks holding an essential
+        term, and chunks completed with look-ups (None: the exhaustive statement serves these parameters)."""
+        from psycopg import sql
+
+        self.open()
+        ctes, args, names, _, _ = self._bm25_statement(tokens, k, selection, params)
+        if "ne AS MATERIALIZED" not in ctes.as_string(self._conn()):
+            return None
+        row = self._conn().execute(ctes + sql.SQL(
+            "SELECT (SELECT count(*) FROM u), (SELECT count(*) FROM ne), (SELECT count(*) FROM ep), "
+            "(SELECT count(*) FROM live)"), args).fetchone()
+        return dict(zip(("terms", "non_essential", "candidates", "completed"), map(int, row)))
 
     def hybrid_search(self, tokens: list[str], query: str, k: int, selection: Selection, params: BM25Params,
                       rrf_k: float = 60, weights: dict[str, float] | None = None):
@@ -274,12 +284,13 @@ class PgSpanStore(SpanIndexStore):
         from psycopg import sql
 
         self.open()
-        names, join, where, fparams, args = self._bm25_args(tokens or [""], k, selection, params)
+        ctes, args, names, where, fparams = self._bm25_statement(tokens or [""], k, selection, params)
         vec = "[" + ",".join(repr(float(x)) for x in self.embed_query(query)) + "]"
         w = weights or {}
         args = (*args, vec, *fparams, vec, k, float(w.get("bm25", 1.0)), float(rrf_k), float(w.get("dense", 1.0)),
                 float(rrf_k))
-        rows = self._conn().execute(sql.SQL(HYBRID_SQL).format(join=join, where=where, **names), args).fetchall()
+        rows = self._conn().execute(ctes + sql.SQL(pg_bm25.HYBRID_TAIL).format(where=where or sql.SQL(""), **names),
+                                    args).fetchall()
         bm25, dense, fused = [], [], []
         for cid, content, meta, emb, b_score, b_rank, d_score, d_rank, rrf in rows:
             doc = self._document(cid, content, meta, emb)
