@@ -241,42 +241,31 @@ class PgSpanStore(SpanIndexStore):
 
     # -- searches ----------------------------------------------------------------------------------------
     def _bm25_statement(self, tokens: list[str], k: int, selection: Selection, params: BM25Params,
-                        pruned: bool = True):
+                        ties: bool = False):
         """The BM25 CTEs of one search, their parameters, table names, and the filter's WHERE + parameters."""
         from haystack_integrations.document_stores.pgvector.filters import _convert_filters_to_where_clause_and_params
 
         filters = selection.as_filters()
         where, fparams = _convert_filters_to_where_clause_and_params(filters) if filters else (None, ())
         ctes, args, names = pg_bm25.statement(self.tables, tokens, k, where, fparams,
-                                              self._corpus_stats(params.epsilon), params, pruned)
+                                              self._corpus_stats(params.epsilon), params, ties)
         return ctes, args, names, where, fparams
 
     def bm25_search(self, tokens: list[str], k: int, selection: Selection,
-                    params: BM25Params = BM25Params(), pruned: bool = True) -> list[tuple[Document, float]]:
+                    params: BM25Params = BM25Params()) -> list[tuple[Document, float]]:
         """Top ``k`` chunks by BM25 Okapi computed in SQL (filters are predicates of the same statement)."""
         from psycopg import sql
 
         self.open()
         if not tokens:
             return []
-        ctes, args, names, _, _ = self._bm25_statement(tokens, k, selection, params, pruned)
-        rows = self._conn().execute(ctes + sql.SQL(pg_bm25.BM25_SELECT).format(**names), args).fetchall()
+        for ties in (False, True):
+            ctes, args, names, _, _ = self._bm25_statement(tokens, k, selection, params, ties)
+            rows = self._conn().execute(ctes + sql.SQL(pg_bm25.BM25_SELECT).format(**names), args,
+                                        binary=True).fetchall()
+            if ties or not pg_bm25.cut_ties(rows, k, 4, 5):
+                break
         return [(self._document(r[0], r[1], r[2], r[3]), float(r[4])) for r in rows]
-
-    def bm25_pruning(self, tokens: list[str], k: int, selection: Selection,
-                     params: BM25Params = BM25Params()) -> dict[str, int] | None:
-        """What MaxScore did for one query: query terms, non-essential terms, chunks holding an essential
-        term, and chunks completed with look-ups (None: the exhaustive statement serves these parameters)."""
-        from psycopg import sql
-
-        self.open()
-        ctes, args, names, _, _ = self._bm25_statement(tokens, k, selection, params)
-        if "ne AS MATERIALIZED" not in ctes.as_string(self._conn()):
-            return None
-        row = self._conn().execute(ctes + sql.SQL(
-            "SELECT (SELECT count(*) FROM u), (SELECT count(*) FROM ne), (SELECT count(*) FROM ep), "
-            "(SELECT count(*) FROM live)"), args).fetchone()
-        return dict(zip(("terms", "non_essential", "candidates", "completed"), map(int, row)))
 
     def hybrid_search(self, tokens: list[str], query: str, k: int, selection: Selection, params: BM25Params,
                       rrf_k: float = 60, weights: dict[str, float] | None = None):
@@ -284,15 +273,18 @@ class PgSpanStore(SpanIndexStore):
         from psycopg import sql
 
         self.open()
-        ctes, args, names, where, fparams = self._bm25_statement(tokens or [""], k, selection, params)
         vec = "[" + ",".join(repr(float(x)) for x in self.embed_query(query)) + "]"
         w = weights or {}
-        args = (*args, vec, *fparams, vec, k, float(w.get("bm25", 1.0)), float(rrf_k), float(w.get("dense", 1.0)),
-                float(rrf_k))
-        rows = self._conn().execute(ctes + sql.SQL(pg_bm25.HYBRID_TAIL).format(where=where or sql.SQL(""), **names),
-                                    args).fetchall()
+        for ties in (False, True):
+            ctes, args, names, where, fparams = self._bm25_statement(tokens or [""], k, selection, params, ties)
+            args = (*args, vec, *fparams, vec, k, float(w.get("bm25", 1.0)), float(rrf_k),
+                    float(w.get("dense", 1.0)), float(rrf_k))
+            rows = self._conn().execute(ctes + sql.SQL(pg_bm25.HYBRID_TAIL).format(
+                where=where or sql.SQL(""), **names), args, binary=True).fetchall()
+            if ties or not pg_bm25.cut_ties(rows, k, 4, 9):
+                break
         bm25, dense, fused = [], [], []
-        for cid, content, meta, emb, b_score, b_rank, d_score, d_rank, rrf in rows:
+        for cid, content, meta, emb, b_score, b_rank, d_score, d_rank, rrf, _, _ in rows:
             doc = self._document(cid, content, meta, emb)
             if b_rank is not None:
                 bm25.append((int(b_rank), doc, float(b_score)))

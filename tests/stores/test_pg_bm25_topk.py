@@ -1,0 +1,66 @@
+"""BM25 top k in SQL against the in-memory store (the oracle, itself tested against rank_bm25): the same chunks
+in the same order for small and large k, with and without a filter, when equal scores straddle the k-th place
+(the statement then reruns keeping every tie) and when they do not."""
+
+import random
+
+import pytest
+
+from components.stores import pg_bm25
+from components.stores.base import BM25Params, Selection
+from components.stores.pg_span_store import PgSpanStore
+from components.stores.span_store import SpanStore
+
+WORDS = [f"w{i:03d}" for i in range(300)]
+
+
+@pytest.fixture(scope="module")
+def zipf_corpus(tmp_path_factory):
+    """420 short documents over a Zipf-like vocabulary (a few very common words, a long tail), exact duplicates
+    (equal scores: the load-order tie-break must survive the top-k cut) and a front-matter group."""
+    rng = random.Random(7)
+    weights = [1 / (i + 1) for i in range(len(WORDS))]
+    d = tmp_path_factory.mktemp("zipf") / "kb"
+    d.mkdir()
+    texts = []
+    for i in range(420):
+        text = " ".join(rng.choices(WORDS, weights, k=rng.randint(4, 18)))
+        if i % 10 == 7:
+            text = texts[-rng.randint(1, 6)]  # an exact duplicate of a recent document
+        texts.append(text)
+        (d / f"d{i:04d}.md").write_text(f"---\ngroup: {'ab'[i % 2]}\n---\n{text}.\n", encoding="utf-8")
+    return d
+
+
+def queries():
+    rng = random.Random(3)
+    weights = [1 / (i + 1) ** 0.5 for i in range(len(WORDS))]  # common and rare words mixed
+    return [rng.choices(WORDS, weights, k=rng.randint(1, 16)) for _ in range(30)]
+
+
+def test_bm25_top_k_equals_the_memory_store(pg_dsn, zipf_corpus, prefix, tmp_path, monkeypatch):
+    reruns = []
+    cut = pg_bm25.cut_ties
+    monkeypatch.setattr(pg_bm25, "cut_ties", lambda *a: reruns.append(cut(*a)) or reruns[-1])
+    store = PgSpanStore(data_dir=str(zipf_corpus), table_prefix=prefix, search_strategy="exact", progress=False)
+    mem = SpanStore(data_dir=str(zipf_corpus), cache_dir=str(tmp_path / "cache"), progress=False)
+    group_a = Selection(filters={"field": "meta.group", "operator": "==", "value": "a"})
+    params = BM25Params(k1=1.2, b=0.6, epsilon=0.3)
+    for tokens in queries():
+        for k in (1, 3, 10, 50):
+            for selection in (Selection(), group_a):
+                got = store.bm25_search(tokens, k, selection, params)
+                want = mem.bm25_search(tokens, k, selection, params)
+                assert [d.id for d, _ in got] == [d.id for d, _ in want], (tokens, k, selection)
+                assert all(abs(a - b) < 1e-6 for (_, a), (_, b) in zip(got, want))
+                if selection is group_a:
+                    assert all(d.meta["group"] == "a" for d, _ in got)
+    assert any(reruns) and not all(reruns)  # both paths were compared: ties cut at the k-th place, and none
+
+
+def test_cut_ties_reads_the_k_plus_first_score():
+    rows = [("a", 3.0, 3, 1.0), ("b", 2.0, 3, 1.0)]  # (id, score, chunks scored, lowest of them)
+    assert pg_bm25.cut_ties(rows, 2, 1, 2) is False  # the 3rd score 1.0 is below the 2nd: nothing was cut
+    tied = [("a", 3.0, 3, 2.0), ("b", 2.0, 3, 2.0)]
+    assert pg_bm25.cut_ties(tied, 2, 1, 2) is True  # the 3rd equals the 2nd: rerun keeping ties
+    assert pg_bm25.cut_ties(tied[:1], 2, 1, 2) is False  # fewer than k chunks scored at all
