@@ -112,11 +112,20 @@ SEGMENT_CHARS = 10_000
 _SOFT_CUT = re.compile(r"[.!?][\"')\]]*\s+|\n")
 
 
+# pysbd hands ~2,200 distinct pattern strings to the ``re`` functions, more than the 512 that ``re`` keeps
+# compiled: with the default cache it recompiles ~5 patterns per sentence, which is most of its time on short
+# texts (measured: 1,000 two-sentence documents 1.13 s -> 0.66 s with room for all of them).
+RE_CACHE = 4096
+
+
 def _segmenter():
     """One pysbd Segmenter per thread: a Segmenter keeps per-call state, so a shared one mixes up offsets."""
     seg = getattr(_LOCAL, "segmenter", None)
     if seg is None:
         import pysbd
+
+        if getattr(re, "_MAXCACHE", RE_CACHE) < RE_CACHE:
+            re._MAXCACHE = RE_CACHE
 
         seg = _LOCAL.segmenter = pysbd.Segmenter(language="en", clean=False, char_span=True)
     return seg

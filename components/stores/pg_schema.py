@@ -134,6 +134,12 @@ def index_chunks_by_document(conn, t: Tables) -> None:
     conn.execute(q("CREATE INDEX IF NOT EXISTS {chunks_doc} ON {chunks} ((meta->>'doc_id'))", t))
 
 
+def drop_search_indexes(conn, t: Tables) -> None:
+    """pgvector-haystack's HNSW and keyword indexes (it recreates missing ones when a store connects)."""
+    for part in ("chunks_hnsw", "chunks_keyword"):
+        conn.execute(sql.SQL("DROP INDEX IF EXISTS {}").format(t.id(part)))
+
+
 def drop(conn, t: Tables) -> None:
     with conn.transaction():
         for part in PARTS:

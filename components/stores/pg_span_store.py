@@ -142,16 +142,29 @@ class PgSpanStore(SpanIndexStore):
             options += f" -c hnsw.ef_search={int(self.ef_search)} -c hnsw.iterative_scan=strict_order"
         return options
 
-    def _vector_store(self):
+    def _build_search_indexes(self, n_chunks: int) -> None:
+        """pgvector-haystack's indexes over a first bulk load, built once (memory for the HNSW graph)."""
+        if self.progress:
+            pg_sync._say(f"building the {'HNSW and ' if self.search_strategy == 'hnsw' else ''}keyword index "
+                         f"over {n_chunks:,} chunks")
+        mb = min(4096, max(64, n_chunks * (self._dimension() * 4 + 600) * 3 // 2 // 2**20))
+        builder = self._vector_store(f"-c maintenance_work_mem={mb}MB", cache=False)
+        try:
+            with _quiet("haystack_integrations.document_stores.pgvector.document_store"):
+                builder.count_documents()  # a missing index is created when the store first connects
+        finally:
+            builder.close()
+
+    def _vector_store(self, extra_options: str = "", cache: bool = True):
         """This thread's pgvector-haystack document store over the chunk table."""
-        store = getattr(self._local, "pgvector", None)
+        store = getattr(self._local, "pgvector", None) if cache else None
         if store is None:
             from haystack_integrations.document_stores.pgvector import PgvectorDocumentStore
             from psycopg.conninfo import make_conninfo
 
-            options = self._session_options()
+            options = f"{self._session_options()} {extra_options}".strip()
             conninfo = make_conninfo(self.server_dsn, options=options) if options else self.server_dsn
-            store = self._local.pgvector = PgvectorDocumentStore(
+            store = PgvectorDocumentStore(
                 connection_string=Secret.from_token(conninfo), create_extension=False,
                 table_name=self.tables.chunks, embedding_dimension=self._dimension(),
                 vector_function="cosine_similarity",
@@ -159,6 +172,8 @@ class PgSpanStore(SpanIndexStore):
                 hnsw_index_creation_kwargs={"m": self.hnsw_m, "ef_construction": self.hnsw_ef_construction},
                 hnsw_index_name=self.tables.name("chunks_hnsw"), hnsw_ef_search=self.ef_search,
                 keyword_index_name=self.tables.name("chunks_keyword"))
+            if cache:
+                self._local.pgvector = store
         return store
 
     def _dimension(self) -> int:
@@ -209,8 +224,13 @@ class PgSpanStore(SpanIndexStore):
                     self._vector_store().count_documents()  # pgvector-haystack creates the chunk table and indexes
                 pg_schema.create(conn, self.tables, wanted)
                 pg_schema.index_chunks_by_document(conn, self.tables)
+                bulk = pg_sync.initial_load(conn, self.tables, len(report.documents))
+                if bulk:  # killed before the end, the next connect recreates them over the rows written
+                    pg_schema.drop_search_indexes(conn, self.tables)
                 done = pg_sync.sync(conn, self.tables, report.documents, self.settings, self.embed_passages,
                                     progress=_tqdm() if self.progress else None)
+                if bulk:
+                    self._build_search_indexes(done["chunks_written"])
             if done["added"] or done["changed"] or done["deleted"]:  # planner statistics and the visibility
                 for part in ("postings", "chunkmap", "terms"):      # map (index-only scans of the postings)
                     conn.execute(q(f"VACUUM (ANALYZE) {{{part}}}", self.tables))

@@ -229,3 +229,29 @@ def test_fusion_in_the_memory_store_equals_the_rrf_joiner(corpus, tmp_path):
     want = RRFJoiner(top_k=5).run(bm25=lists["bm25_documents"], dense=lists["dense_documents"])["documents"]
     got = HybridRetriever(store, top_k=5, fusion="store").run(query="refund annual plans")["documents"]
     assert [(d.id, d.score, d.meta) for d in got] == [(d.id, d.score, d.meta) for d in want]
+
+
+def test_first_bulk_load_builds_the_vector_indexes_once_and_answers_as_row_by_row(pg_dsn, corpus, prefix,
+                                                                                    monkeypatch):
+    from components.stores import pg_sync
+
+    monkeypatch.setattr(pg_sync, "BULK_DOCUMENTS", 1)
+    bulk = pg(corpus, prefix + "b", search_strategy="hnsw")
+    bulk.open()
+    monkeypatch.setattr(pg_sync, "BULK_DOCUMENTS", 10**9)
+    rows_ = pg(corpus, prefix + "r", search_strategy="hnsw")
+    rows_.open()
+    indexes = dict(rows(bulk, "SELECT indexname, indexdef FROM pg_indexes WHERE tablename = %s", bulk.tables.chunks))
+    hnsw = indexes[bulk.tables.name("chunks_hnsw")]
+    assert "USING hnsw" in hnsw and "m='16'" in hnsw and "ef_construction='64'" in hnsw
+    assert bulk.tables.name("chunks_keyword") in indexes
+    for query in ["how do I group lights into rooms", "refund window annual plans"]:
+        assert [d.id for d, _ in bulk.dense_search(query, 6, Selection())] == \
+            [d.id for d, _ in rows_.dense_search(query, 6, Selection())]
+    again = pg(corpus, prefix + "b", search_strategy="hnsw")  # a second process: nothing to load, no rebuild
+    monkeypatch.setattr(pg_sync, "BULK_DOCUMENTS", 1)
+    import components.stores.pg_span_store as mod
+
+    mod._SYNCED.clear()
+    again.open()
+    assert again.stats["unchanged"] == bulk.stats["added"] and not again.stats["built"]
