@@ -55,6 +55,8 @@ def test_bm25_top_k_equals_the_memory_store(pg_dsn, zipf_corpus, prefix, tmp_pat
                 assert all(abs(a - b) < 1e-6 for (_, a), (_, b) in zip(got, want))
                 if selection is group_a:
                     assert all(d.meta["group"] == "a" for d, _ in got)
+                one_trip, _, _ = store.hybrid_search(tokens, " ".join(tokens), k, selection, params)
+                assert [d.id for d, _ in one_trip] == [d.id for d, _ in want]  # the fused statement's BM25 list
     assert any(reruns) and not all(reruns)  # both paths were compared: ties cut at the k-th place, and none
 
 
