@@ -114,7 +114,7 @@ def verified_signals(query: str, answer, score: float, other_scores: Sequence[fl
     """``answer_signals`` of a verified answer from what the verifier holds: its ``Evidence``
     (``components.core.verification``), the read documents and the analyzer that made the question's terms."""
     from components.core.short_answer import wanted
-    from components.core.verification import content_terms
+    from components.core.key_terms import content_terms
 
     meta = getattr(answer, "meta", None) or {}
     span = evidence.evidence_span if evidence is not None else None

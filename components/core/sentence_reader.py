@@ -63,7 +63,7 @@ from components.core.analysis import (
 )
 from components.core.injection import is_directive
 from components.core.text import CODE, TABLE, Span, key_definitions, named_keys, split_blocks, split_units
-from components.core.verification import key_terms as key_terms_named
+from components.core.key_terms import key_terms as key_terms_named
 
 COSINE_WEIGHT = 0.5
 IDENTIFIER_WEIGHT = 2.0
@@ -165,7 +165,7 @@ def question_entities(question: str, analyzer: Analyzer) -> list[str]:
     """What the question names, as lower-cased unstemmed words (``"err-4012"``, ``"eiffel"``), in order.
 
     The same named entities, numbers and identifiers the lexical verifier requires near an answer
-    (``verification.key_terms``), so reader and verifier agree on what a span must mention.
+    (``key_terms.key_terms``), so reader and verifier agree on what a span must mention.
     """
     named = key_terms_named(question)
     words = [w for entity in named.entities for w in analyzer.words(entity)] + list(named.identifiers)

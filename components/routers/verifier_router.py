@@ -12,24 +12,26 @@ from components.core.models import ModelUnavailableError, load_hf_model, resolve
 from components.core.confidence import CalibrationFile, Calibrator, answer_kind, verified_signals
 from components.core.injection import directive_reason
 from components.core.params import check_fraction
-from components.core.verification import (
+from components.core.judgements import (
     DEFAULT_HYPOTHESIS,
+    Judgement,
+    judge_messages,
+    lexical_judgement,
+    nli_judgement,
+    nli_label_index,
+    parse_judge_reply,
+)
+from components.core.verification import (
     LEVELS,
     NOT_FOUND,
     SUPPORTED,
     UNSUPPORTED,
     WIDEN_LEVELS,
     Evidence,
-    Judgement,
     Piece,
     Visible,
-    judge_messages,
-    lexical_judgement,
     locate_extractive,
     locate_generative,
-    nli_judgement,
-    nli_label_index,
-    parse_judge_reply,
     route_decision,
     span_dict,
     visible_texts,
@@ -130,7 +132,7 @@ class VerifierRouter:
 
     **Backends.**
 
-    - ``lexical`` (offline, default): the rules of ``components.core.verification.lexical_judgement`` —
+    - ``lexical`` (offline, default): the rules of ``components.core.judgements.lexical_judgement`` —
       answer located; key terms of the question (named entities, numbers, identifiers) in the evidence,
       lead-in or document title → SUPPORTED; some only elsewhere in the read documents, or fewer than
       ``min_term_coverage`` of the question's content terms nearby → PARTIAL; answer not in the read text,

@@ -4,20 +4,15 @@ import pytest
 
 from components.core.analysis import Analyzer
 from components.core.text import Span
+from components.core.judgements import judge_messages, lexical_judgement, nli_judgement, nli_label_index, parse_judge_reply
+from components.core.key_terms import content_terms, key_terms
 from components.core.verification import (
     PARTIAL,
     SUPPORTED,
     UNSUPPORTED,
     Piece,
-    content_terms,
-    judge_messages,
-    key_terms,
-    lexical_judgement,
     locate_extractive,
     locate_generative,
-    nli_judgement,
-    nli_label_index,
-    parse_judge_reply,
     route_decision,
     visible_texts,
 )
