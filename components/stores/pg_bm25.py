@@ -19,7 +19,7 @@ TF = "(p.tf * %s / (p.tf + %s + %s * p.dl))"
 # idf once per query term (MATERIALIZED: inlined, the planner re-evaluates it per posting, 6x slower)
 _WEIGHTS = """
 WITH q AS MATERIALIZED (SELECT term, count(*)::float8 AS n FROM unnest(%s::text[]) AS term GROUP BY term),
-w AS MATERIALIZED (SELECT q.term, t.df, q.n * (CASE WHEN ln(%s - t.df + 0.5) - ln(t.df + 0.5) < 0 THEN %s
+w AS MATERIALIZED (SELECT q.term, q.n * (CASE WHEN ln(%s - t.df + 0.5) - ln(t.df + 0.5) < 0 THEN %s
                                   ELSE ln(%s - t.df + 0.5) - ln(t.df + 0.5) END) AS idf
       FROM q JOIN {terms} AS t ON t.term = q.term),"""
 # Every posting of every query term scored and summed per chunk. A top-N heap keeps the best 2k scores (a
