@@ -81,6 +81,7 @@ def our_runner(tmp: Path, ce_dir: str, qa_dir: str, precision: str):
     comps = spec["components"]
     comps["ranker"]["init_parameters"].update(model=ce_dir, precision=precision)
     comps["reader"]["init_parameters"].update(model=qa_dir, precision=precision)
+    comps["retriever"]["init_parameters"]["document_store"]["init_parameters"]["embedding_precision"] = precision
     path = tmp / f"extractive-{precision}.yaml"
     spec.setdefault("metadata", {}).setdefault("spanqa", {})["allow_paths_outside"] = True
     path.write_text(yaml.safe_dump(spec))

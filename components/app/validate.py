@@ -255,13 +255,16 @@ def resolve_models(pipeline) -> dict[str, str]:
     for name, comp in pipeline.walk():
         store = getattr(comp, "document_store", None)
         if getattr(store, "embedding_model", None):
-            served[f"{name}.document_store"] = resolve_model(store.embedding_model, component=f"{name}.document_store").describe()
+            precision = getattr(getattr(store, "config", None), "embedding_precision", "fp32")
+            served[f"{name}.document_store"] = resolve_model(store.embedding_model,
+                                                             component=f"{name}.document_store").describe(precision)
         backend = getattr(comp, "backend", None)
         model = getattr(comp, "model", None)
         if not isinstance(model, str) or backend in ("lexical", "openai", "llm"):
             continue
         try:
-            served[name] = resolve_model(model, getattr(comp, "local_path", None), name).describe()
+            precision = getattr(comp, "precision", "fp32")
+            served[name] = resolve_model(model, getattr(comp, "local_path", None), name).describe(precision)
         except ModelUnavailableError:
             fallback = getattr(comp, "fallback", None)
             if not fallback:

@@ -44,9 +44,18 @@ class IndexSettings:
     embedding_model: str = ""
     passage_prefix: str = ""
     embed_title: bool = True
+    embedding_precision: str = "fp32"  # int8: the embedder's Linear layers quantised (other vectors)
+
+    def identity(self) -> dict:
+        """The settings that name an index; fp32 (the default) is left out, so indexes built before the
+        precision setting existed keep their key."""
+        ident = asdict(self)
+        if ident["embedding_precision"] == "fp32":
+            del ident["embedding_precision"]
+        return ident
 
     def key(self) -> str:
-        return hashlib.sha256(json.dumps(asdict(self), sort_keys=True).encode()).hexdigest()[:16]
+        return hashlib.sha256(json.dumps(self.identity(), sort_keys=True).encode()).hexdigest()[:16]
 
 
 @dataclass

@@ -61,8 +61,9 @@ class ResolvedModel:
     def is_gguf(self) -> bool:
         return self.path.endswith(".gguf")
 
-    def describe(self) -> str:
-        return f"{self.model_id} ({self.source})"
+    def describe(self, precision: str = "fp32") -> str:
+        """``model-id (where it came from)``, plus ``, int8`` when it serves quantised."""
+        return f"{self.model_id} ({self.source}{', int8' if precision == 'int8' else ''})"
 
 
 def _from_hf_cache(model_id: str) -> str | None:

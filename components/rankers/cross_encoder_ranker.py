@@ -206,7 +206,7 @@ class CrossEncoderRanker:
         resolved, fallback = resolve_or_fallback(self.model, self.fallback, self.fallback_model, type(self).__name__)
         if fallback is None:
             self._cross_encoder = load_cross_encoder(resolved.path, device, self.max_length, self.precision)
-            self.served_by = resolved.describe()
+            self.served_by = resolved.describe(self.precision)
             return
         self._bi_encoder = load_sentence_transformer(resolved.path, device)
         self.served_by = fallback_label(fallback, self.model)

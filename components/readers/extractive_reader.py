@@ -236,7 +236,7 @@ class ExtractiveReader:
                 "a tokenizer.json, or convert its tokenizer with transformers and save it next to the model."
             )
         self._tokenizer, self._qa_model = tokenizer, model
-        self.served_by = resolved.describe()
+        self.served_by = resolved.describe(self.precision)
 
     def to_dict(self) -> dict[str, Any]:
         """Serialise the init parameters."""

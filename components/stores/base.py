@@ -98,13 +98,15 @@ class StoreConfig:
     device: str | None
     progress: bool
     limits: LoadLimits = field(default_factory=LoadLimits)
+    embedding_precision: str = "fp32"
 
     def to_params(self) -> dict[str, Any]:
         return dict(
             data_dir=self.data_dir, embedding_model=self.embedding_model, query_prefix=self.query_prefix,
             passage_prefix=self.passage_prefix, max_chunk_chars=self.max_chunk_chars,
             chunk_overlap=self.chunk_overlap, language=self.language, stopwords=self.stopwords,
-            embed_title=self.embed_title, batch_size=self.batch_size, device=self.device, progress=self.progress,
+            embed_title=self.embed_title, batch_size=self.batch_size, device=self.device,
+            embedding_precision=self.embedding_precision, progress=self.progress,
             max_document_bytes=self.limits.max_document_bytes,
             max_front_matter_bytes=self.limits.max_front_matter_bytes,
             follow_links_outside=self.limits.follow_links_outside,
@@ -120,25 +122,29 @@ class SpanIndexStore:
                      max_chunk_chars: int, chunk_overlap: float, language: str | None,
                      stopwords: str | list[str] | None, embed_title: bool, batch_size: int, device: str | None,
                      progress: bool, max_document_bytes: int, max_front_matter_bytes: int,
-                     follow_links_outside: bool) -> None:
-        from components.core.params import check_fraction, check_positive_int
+                     follow_links_outside: bool, embedding_precision: str = "fp32") -> None:
+        from components.core.models import PRECISIONS
+        from components.core.params import check_choice, check_fraction, check_positive_int
 
         name = type(self).__name__
         check_fraction(name, "chunk_overlap", chunk_overlap, high=0.5, high_open=True)
+        check_choice(name, "embedding_precision", embedding_precision, PRECISIONS)
         for key, value in (("max_chunk_chars", max_chunk_chars), ("batch_size", batch_size),
                            ("max_document_bytes", max_document_bytes),
                            ("max_front_matter_bytes", max_front_matter_bytes)):
             check_positive_int(name, key, value)
         self.config = StoreConfig(data_dir, embedding_model, query_prefix, passage_prefix, max_chunk_chars,
                                   chunk_overlap, language, stopwords, embed_title, batch_size, device, progress,
-                                  LoadLimits(max_document_bytes, max_front_matter_bytes, bool(follow_links_outside)))
+                                  LoadLimits(max_document_bytes, max_front_matter_bytes, bool(follow_links_outside)),
+                                  embedding_precision)
         self.limits = self.config.limits
         self.data_dir, self.embedding_model = data_dir, embedding_model
         self.query_prefix, self.passage_prefix, self.progress = query_prefix, passage_prefix, progress
         self.analyzer = Analyzer(language=language, stopwords=stopwords)
         self.settings = IndexSettings(max_chunk_chars=max_chunk_chars, chunk_overlap=chunk_overlap,
                                       analyzer=self.analyzer.to_dict(), embedding_model=embedding_model,
-                                      passage_prefix=passage_prefix, embed_title=embed_title)
+                                      passage_prefix=passage_prefix, embed_title=embed_title,
+                                      embedding_precision=embedding_precision)
         self._query_vectors = Memo(maxsize=4096)
         self.load_report: LoadReport | None = None
         self.stats: dict = {}
@@ -150,8 +156,9 @@ class SpanIndexStore:
         model = self.__dict__.get("_embedder_model")
         if model is None:
             resolved = resolve_model(self.embedding_model, component="document_store")
-            self.served_by = resolved.describe()
-            model = self._embedder_model = load_sentence_transformer(resolved.path, torch_device(self.config.device))
+            self.served_by = resolved.describe(self.config.embedding_precision)
+            model = self._embedder_model = load_sentence_transformer(resolved.path, torch_device(self.config.device),
+                                                                     self.config.embedding_precision)
         return model
 
     def embed_passages(self, texts: list[str]) -> np.ndarray:

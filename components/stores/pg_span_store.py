@@ -72,6 +72,7 @@ class PgSpanStore(SpanIndexStore):
         embed_title: bool = True,
         batch_size: int = 64,
         device: str | None = None,
+        embedding_precision: str = "fp32",
         progress: bool = True,
         max_document_bytes: int = LoadLimits.max_document_bytes,
         max_front_matter_bytes: int = LoadLimits.max_front_matter_bytes,
@@ -79,7 +80,7 @@ class PgSpanStore(SpanIndexStore):
     ):
         self._init_common(data_dir, embedding_model, query_prefix, passage_prefix, max_chunk_chars, chunk_overlap,
                           language, stopwords, embed_title, batch_size, device, progress, max_document_bytes,
-                          max_front_matter_bytes, follow_links_outside)
+                          max_front_matter_bytes, follow_links_outside, embedding_precision)
         check_choice("PgSpanStore", "search_strategy", search_strategy, SEARCH_STRATEGIES)
         for key, value in (("ef_search", ef_search), ("hnsw_m", hnsw_m), ("hnsw_ef_construction", hnsw_ef_construction)):
             check_positive_int("PgSpanStore", key, value)
@@ -151,10 +152,8 @@ class PgSpanStore(SpanIndexStore):
         return int(get())
 
     def _wanted(self) -> dict:
-        from dataclasses import asdict
-
         hnsw = {"m": self.hnsw_m, "ef_construction": self.hnsw_ef_construction} if self.search_strategy == "hnsw" else None
-        return {**asdict(self.settings), "schema": pg_schema.SCHEMA_VERSION, "embedding_dimension": self._dimension(),
+        return {**self.settings.identity(), "schema": pg_schema.SCHEMA_VERSION, "embedding_dimension": self._dimension(),
                 "search_strategy": self.search_strategy, "hnsw": hnsw}
 
     # -- the index ---------------------------------------------------------------------------------------

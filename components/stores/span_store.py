@@ -75,6 +75,7 @@ class SpanStore(SpanIndexStore):
         embed_title: bool = True,
         batch_size: int = 64,
         device: str | None = None,
+        embedding_precision: str = "fp32",
         progress: bool = True,
         max_document_bytes: int = LoadLimits.max_document_bytes,
         max_front_matter_bytes: int = LoadLimits.max_front_matter_bytes,
@@ -82,7 +83,7 @@ class SpanStore(SpanIndexStore):
     ):
         self._init_common(data_dir, embedding_model, query_prefix, passage_prefix, max_chunk_chars, chunk_overlap,
                           language, stopwords, embed_title, batch_size, device, progress, max_document_bytes,
-                          max_front_matter_bytes, follow_links_outside)
+                          max_front_matter_bytes, follow_links_outside, embedding_precision)
         self.cache_dir = cache_dir
         self._index: CorpusIndex | None = None
         self._word_counts: tuple | None = None
