@@ -96,7 +96,9 @@ def print_summary(console: Console, summary: dict[str, Any]) -> None:
                 f"{k} {m[k]:.3f}" for k in ("precision_supported", "coverage_supported", "precision_answered",
                                               "coverage_answered", "coverage_at_precision_0.9",
                                               "coverage_at_precision_0.8", "aurc", "ece")
-                if isinstance(m.get(k), (int, float))))
+                if isinstance(m.get(k), (int, float)))
+                + (f"  (a calibrated predictor: ECE {m['ece_if_calibrated']:.3f}, "
+                   f"≥ this in {m['ece_consistency']:.0%} of draws)" if m.get("ece_if_calibrated") is not None else ""))
     cc = summary.get("confidence_calibration")
     if cc and cc.get("saved_to"):
         console.print(f"[bold]confidence[/bold] fitted on the choose half, saved to {escape(str(cc['saved_to']))}; "

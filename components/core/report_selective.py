@@ -13,7 +13,9 @@ KEYS = [("precision_supported", "precision of SUPPORTED"), ("coverage_supported"
         ("threshold", "min_confidence in force"), ("precision_answered", "precision answered (≥ bar)"),
         ("coverage_answered", "coverage answered (≥ bar)"), ("coverage_at_precision_0.9", "coverage at precision 0.9"),
         ("coverage_at_precision_0.8", "coverage at precision 0.8"), ("aurc", "AURC"),
-        ("ece", "expected calibration error")]
+        ("ece", "expected calibration error"),
+        ("ece_if_calibrated", "ECE a perfectly calibrated predictor shows here"),
+        ("ece_consistency", "share of calibrated draws with ECE ≥ observed")]
 
 
 def parts(summary: Mapping) -> dict[str, Mapping]:

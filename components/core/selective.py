@@ -8,7 +8,11 @@ asked (``n_total``; a question not answered is an abstention):
 - ``aurc`` — the area under the risk (1 − precision) – coverage curve, ``Σ_k risk_k / n_total``: lower is better;
 - ``coverage_at_precision`` — the largest coverage whose precision is at least ``p``;
 - ``expected_calibration_error`` — ``Σ_b (n_b / n) · |accuracy_b − mean confidence_b|`` over ``bins`` equal-width
-  confidence bins, with the bins themselves (the reliability diagram).
+  confidence bins, with the bins themselves (the reliability diagram);
+- ``ece_if_calibrated`` — what ECE a *perfectly calibrated* predictor with these same confidences would show on
+  this many answers (outcomes drawn from the confidences themselves, seeded), and the share of such draws at or
+  above the observed ECE: on a hundred answers ECE is mostly sampling noise, and this says how much
+  (consistency resampling, Bröcker & Smith 2007). A small share (< 0.05) means miscalibration the data shows.
 
 Example::
 
@@ -19,6 +23,8 @@ Example::
 from __future__ import annotations
 
 from typing import Sequence
+
+import numpy as np
 
 
 def risk_coverage(confidences: Sequence[float], correct: Sequence[bool], n_total: int) -> list[tuple[float, float]]:
@@ -76,11 +82,28 @@ def expected_calibration_error(confidences: Sequence[float], correct: Sequence[b
     return (ece if n else None), table
 
 
+def ece_if_calibrated(confidences: Sequence[float], observed: float | None, bins: int = 10, draws: int = 2000,
+                      seed: int = 0) -> tuple[float | None, float | None]:
+    """``(mean ECE, share of draws with ECE >= observed)`` over ``draws`` outcome sets drawn as
+    ``correct_i ~ Bernoulli(confidence_i)`` — the ECE that calibration itself leaves at this sample size."""
+    p = np.asarray(confidences, dtype=np.float64)
+    if not len(p) or observed is None:
+        return None, None
+    bin_of = np.minimum((p * bins).astype(int), bins - 1)  # the bins of expected_calibration_error
+    outcomes = np.random.default_rng(seed).random((draws, len(p))) < p
+    ece = np.zeros(draws)
+    for b in np.unique(bin_of):
+        member = bin_of == b
+        ece += member.sum() / len(p) * np.abs(outcomes[:, member].mean(axis=1) - p[member].mean())
+    return float(ece.mean()), float((ece >= observed - 1e-12).mean())
+
+
 def summary(confidences: Sequence[float], correct: Sequence[bool], n_total: int,
             threshold: float | None = None) -> dict:
     """Every number the evaluation reports about selective answering, for one set of questions."""
     points = risk_coverage(confidences, correct, n_total)
     ece, table = expected_calibration_error(confidences, correct)
+    floor, share = ece_if_calibrated(confidences, ece)
     kept = [i for i, c in enumerate(confidences) if threshold is None or c >= threshold]
     return {
         "questions": n_total,
@@ -95,6 +118,8 @@ def summary(confidences: Sequence[float], correct: Sequence[bool], n_total: int,
         "coverage_at_precision_0.9": coverage_at_precision(points, 0.9),
         "coverage_at_precision_0.8": coverage_at_precision(points, 0.8),
         "ece": ece,
+        "ece_if_calibrated": floor,
+        "ece_consistency": share,
         "reliability": table,
         "curve": [[round(c, 4), round(p, 4)] for c, p in points],
     }

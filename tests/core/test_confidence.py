@@ -7,7 +7,8 @@ import pytest
 
 from components.app import confidence_eval
 from components.core.confidence import SIGNALS, CalibrationFile, Calibrator, fit, threshold_for_precision
-from components.core.selective import aurc, coverage_at_precision, expected_calibration_error, risk_coverage, summary
+from components.core.selective import (aurc, coverage_at_precision, ece_if_calibrated, expected_calibration_error,
+                                      risk_coverage, summary)
 
 
 def _signals(**kw):
@@ -63,6 +64,20 @@ def test_risk_coverage_numbers_on_a_hand_case():
     assert [b["n"] for b in bins if b["n"]] == [1, 1, 1]
     s = summary(confs, right, 5, threshold=0.8)
     assert s["answered"] == 3 and s["precision_answered"] == pytest.approx(2 / 3) and s["precision_supported"] == 0.5
+
+
+def test_ece_a_calibrated_predictor_shows_on_few_answers():
+    # two answers at 0.5 from a calibrated predictor: both right or both wrong (p = 1/2) give ECE 0.5, one of
+    # each gives 0 -> expected 0.25; the observed 0 is reached or exceeded by every draw
+    floor, share = ece_if_calibrated([0.5, 0.5], observed=0.0, draws=20000)
+    assert floor == pytest.approx(0.25, abs=0.01) and share == 1.0
+    # certain answers: a calibrated predictor at 1.0 is always right, so ECE 0 and nothing reaches 0.9
+    assert ece_if_calibrated([1.0] * 5, observed=0.0) == (0.0, 1.0)
+    floor, share = ece_if_calibrated([0.9] * 10, observed=0.9)  # ten confident answers, all wrong
+    assert share == 0.0 and floor == pytest.approx(0.0697, abs=0.006)  # E|Binomial(10, .9)/10 - .9| = 0.0697
+    assert ece_if_calibrated([], observed=None) == (None, None)
+    s = summary([0.9] * 10, [False] * 10, 10)
+    assert s["ece"] == pytest.approx(0.9) and s["ece_consistency"] == 0.0
 
 
 class _Sealed(dict):
