@@ -82,7 +82,7 @@ def test_meta_fields_to_embed_sets_the_passage_text(tiny_cross_encoder_dir, refe
     docs = make_docs()
     plain = CrossEncoderRanker(model=tiny_cross_encoder_dir, device="cpu", top_k=6, meta_fields_to_embed=[])
     plain.warm_up()
-    expected = reference.predict([(QUERY, d.content) for d in docs], batch_size=32, show_progress_bar=False)
+    expected = reference.predict([(QUERY, d.content) for d in docs], batch_size=8, show_progress_bar=False)
     got = {d.meta["doc_id"]: d.score for d in plain.run(query=QUERY, documents=docs)["documents"]}
     assert got == {d.meta["doc_id"]: float(s) for d, s in zip(docs, expected, strict=True)}
 
@@ -91,7 +91,7 @@ def test_meta_fields_to_embed_sets_the_passage_text(tiny_cross_encoder_dir, refe
     both.warm_up()
     texts = [" | ".join([d.meta["doc_id"], *([d.meta["title"]] if "title" in d.meta else []), d.content])
              for d in docs]
-    expected = reference.predict([(QUERY, t) for t in texts], batch_size=32, show_progress_bar=False)
+    expected = reference.predict([(QUERY, t) for t in texts], batch_size=8, show_progress_bar=False)
     got = {d.meta["doc_id"]: d.score for d in both.run(query=QUERY, documents=docs)["documents"]}
     assert got == {d.meta["doc_id"]: float(s) for d, s in zip(docs, expected, strict=True)}
 
