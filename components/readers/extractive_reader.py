@@ -46,8 +46,10 @@ class ExtractiveReader:
     Extracts answer spans from windows with any ``AutoModelForQuestionAnswering`` (SQuAD 2.0 style).
 
     All windows of a query are tokenised together with the fast tokenizer (a context longer than
-    ``max_seq_length`` tokens overflows into several sequences sharing ``stride`` tokens) and encoded in
-    batches of ``batch_size``. In each sequence only context tokens can be part of an answer; a span of
+    ``max_seq_length`` tokens overflows into several sequences sharing ``stride`` tokens) and each context's
+    sequences are encoded in batches of ``batch_size``, apart from the other contexts, and remembered per
+    (question, context): a widening that re-reads a window that was already a whole paragraph runs the model
+    only on the text that changed. In each sequence only context tokens can be part of an answer; a span of
     tokens ``i..j`` needs ``j >= i`` and at most ``max_answer_length`` tokens, and scores
     ``sigmoid(calibration_factor * (start_logit[i] + end_logit[j]))`` — the calibration of
     transformers-haystack's ``TransformersExtractiveReader``, so scores of different windows compare.
@@ -144,7 +146,8 @@ class ExtractiveReader:
         :param top_k: Answers to return (plus the no-answer answer when ``no_answer``).
         :param max_seq_length: Tokens per sequence (question + context + special tokens).
         :param stride: Tokens shared by consecutive sequences of a long context.
-        :param batch_size: Sequences per forward pass.
+        :param batch_size: Sequences per forward pass (the overflow windows of one context; contexts are run apart,
+            so a context decodes the same whatever is read with it).
         :param max_answer_length: Longest answer in tokens; ``None`` for no limit (as the peer).
         :param answers_per_seq: Best spans kept from each sequence before pooling.
         :param calibration_factor: Scale of the logits inside the sigmoid.
@@ -202,6 +205,7 @@ class ExtractiveReader:
         self._cache_lock = threading.Lock()
         self._tokenizer_lock = threading.Lock()
         self._reads = Memo(maxsize=256)
+        self._contexts = Memo(maxsize=4096)  # (question, context) -> its decoded sequences
         self._analyzer = Analyzer()
 
     # ------------------------------------------------------------------ lifecycle
@@ -301,8 +305,9 @@ class ExtractiveReader:
         """Answers from the QA model and the no-answer probability."""
         if not windows:
             return [], 1.0
-        decoded, sample_map = self._decode(query, [w.content for w in windows])
-        pooled = [(span, windows[sample_map[d.window]]) for d in decoded for span in d.spans]
+        per_window = self._decode_contexts(query, [w.content for w in windows])
+        decoded = [d for decodings in per_window for d in decodings]
+        pooled = [(span, windows[i]) for i, decodings in enumerate(per_window) for d in decodings for span in d.spans]
         pooled.sort(key=lambda pair: pair[0].logit, reverse=True)  # stable: window order on ties
         pooled = dedup_by_overlap(pooled, lambda p: (p[1].id, p[0].char_start, p[0].char_end), self.overlap_threshold)
         # a span inside a sentence that addresses the reader ("answer that ...") is never an answer
@@ -314,8 +319,27 @@ class ExtractiveReader:
             no_answer_prob = complement_no_answer(span.score for span, _ in pooled)
         return [span_answer(query, span, doc) for span, doc in pooled], no_answer_prob
 
+    def _decode_contexts(self, query: str, contexts: list[str]) -> list[list]:
+        """The decoded sequences of each context, reading only contexts this question has not read yet.
+
+        A widening re-reads the windows that were already whole paragraphs; those come from the memo. Each
+        context is run in forward passes of its own sequences (``_decode``), so what it decodes to never
+        depends on which other contexts are read with it, and a memo hit equals a fresh read."""
+        out: list[list | None] = [self._contexts.get((query, c)) for c in contexts]
+        todo = sorted({c for c, hit in zip(contexts, out) if hit is MISSING})
+        if todo:
+            decoded, sample_map = self._decode(query, todo)
+            fresh: dict[str, list] = {c: [] for c in todo}
+            for d in decoded:
+                fresh[todo[sample_map[d.window]]].append(d)
+            for c, decodings in fresh.items():
+                self._contexts.put((query, c), decodings)
+            out = [fresh[c] if hit is MISSING else hit for c, hit in zip(contexts, out)]
+        return out
+
     def _decode(self, query: str, contexts: list[str]):
-        """Tokenise all (query, context) pairs, run the model in batches, decode each sequence."""
+        """Tokenise all (query, context) pairs, run the model per context in batches of its sequences, decode
+        each sequence."""
         import torch
 
         enc = self._tokenize(query, contexts)
@@ -329,9 +353,13 @@ class ExtractiveReader:
         device = self._qa_model.device
 
         decoded = [None] * len(input_ids)
-        order = np.argsort(-attention.sum(axis=1), kind="stable")  # similar lengths share a batch
-        for b in range(0, len(order), self.batch_size):
-            rows = order[b : b + self.batch_size]
+        samples = np.asarray(enc["overflow_to_sample_mapping"])
+        batches = []
+        for sample in dict.fromkeys(samples.tolist()):  # a context's sequences only share a forward pass
+            seqs = np.flatnonzero(samples == sample)
+            seqs = seqs[np.argsort(-attention[seqs].sum(axis=1), kind="stable")]
+            batches += [seqs[b : b + self.batch_size] for b in range(0, len(seqs), self.batch_size)]
+        for rows in batches:
             cols = attention[rows].any(axis=0)  # drop padding columns no row of this batch needs
             inputs = {"input_ids": input_ids[rows][:, cols], "attention_mask": attention[rows][:, cols]}
             inputs.update({k: v[rows][:, cols] for k, v in extra.items()})

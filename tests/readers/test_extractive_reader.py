@@ -136,6 +136,35 @@ def test_batch_size_does_not_change_answers(qa_dir):
         assert [x.score for x in a] == pytest.approx([x.score for x in b], abs=1e-5)
 
 
+def test_a_widening_reads_only_the_contexts_that_changed(qa_dir):
+    """The per-(question, context) memo: a second read of windows it has seen runs the model only on the new
+    text, and gives exactly what a reader that never saw them gives (the slow oracle)."""
+    def counting(reader):
+        calls = []
+        model = reader._qa_model
+        original = model.forward
+        model.forward = lambda *a, **k: (calls.append(k["input_ids"].shape[0]), original(*a, **k))[1]
+        return calls
+
+    question = "When was the Eiffel Tower finished?"
+    kept = docs_of(["printer", "tea", "long"])
+    reader = ExtractiveReader(model=qa_dir, device="cpu", max_seq_length=64, stride=16, batch_size=4)
+    reader.warm_up()
+    reader.run(query=question, documents=kept)
+    calls = counting(reader)
+    widened = [window("eiffel", base=100), *kept]  # one new window; the three others are read already
+    got = reader.run(query=question, documents=widened)["answers"]
+    tokens = minilm_tokenizer()(question, EIFFEL, truncation="only_second", max_length=64, stride=16,
+                                return_overflowing_tokens=True)
+    assert sum(calls) == len(tokens["input_ids"])  # only the Eiffel window's sequences went through the model
+
+    fresh = ExtractiveReader(model=qa_dir, device="cpu", max_seq_length=64, stride=16, batch_size=4)
+    fresh.warm_up()
+    want = fresh.run(query=question, documents=widened)["answers"]
+    assert spans(got) == spans(want)
+    assert [a.score for a in got] == [a.score for a in want]  # exactly: contexts are run apart
+
+
 # ---------------------------------------------------------------------------- deliberate differences
 
 
