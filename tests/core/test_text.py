@@ -1,3 +1,4 @@
+import pytest
 from components.core.text import CODE, PROSE, TABLE, chunk_units, sentence_spans, split_blocks, split_units
 
 DOC = """# Refunds
@@ -72,3 +73,20 @@ def test_key_definitions_find_scalar_key_lines_of_code_blocks_only():
     assert named_keys("Each token may send the number shown in `rate_limit_per_minute` (see `x`, `x`).") == [
         "rate_limit_per_minute", "x"]
     assert named_keys("Run `sudo systemctl reload` now") == []  # a command is not a key name
+
+
+@pytest.mark.parametrize("piece", [
+    "Dr. Smith arrived at 5 p.m. He left. He left.",   # abbreviations; a sentence repeated
+    "Yes. Yes. Yes.  Yes.\n\nNo.",                      # the same sentence many times, mixed white space
+    "aa. aa. aa.",                                      # occurrences that could overlap
+    "Price: $4.50 per unit.\u00a0Next sentence\u2003here. Last one",  # unicode spaces, no final stop
+    "  Leading spaces. Trailing spaces.   ",
+    "",
+    "One sentence without a stop",
+    "He said \"Stop.\" Then he left... Really? Yes!",
+])
+def test_sentence_spans_are_pysbds_own(piece):
+    from components.core.text import _pysbd_spans, _segmenter
+
+    want = [(s.sent, s.start, s.end) for s in _segmenter().segment(piece)]
+    assert [(s.sent, s.start, s.end) for s in _pysbd_spans(piece)] == want
