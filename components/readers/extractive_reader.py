@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import re
 import threading
-from functools import lru_cache
 from typing import Any
 
 import numpy as np
@@ -14,7 +13,6 @@ from haystack.dataclasses import ExtractedAnswer
 from components.core import sentence_reader, short_answer
 from components.core.analysis import Analyzer
 from components.core.errors import SpanQAError
-from components.core.injection import is_directive
 from components.core.memo import MISSING, Memo
 from components.core.models import (
     PRECISIONS,
@@ -25,14 +23,10 @@ from components.core.models import (
     resolve_or_fallback,
     torch_device,
 )
-from components.core.span_decoding import (
-    SpanCandidate,
-    cls_no_answer,
-    complement_no_answer,
-    decode_window,
-    dedup_by_overlap,
-)
-from components.core.text import TABLE, Span, split_blocks, split_units
+from components.core.span_decoding import cls_no_answer, complement_no_answer, dedup_by_overlap
+from components.core.text import TABLE
+from components.readers.answer_spans import in_directive, no_answer_answer, span_answer, span_meta, table_header
+from components.readers.qa_decoder import QADecoder
 
 logger = logging.getLogger(__name__)
 
@@ -203,9 +197,8 @@ class ExtractiveReader:
         self._embedder = None
         self._unit_vectors: dict[str, np.ndarray] = {}
         self._cache_lock = threading.Lock()
-        self._tokenizer_lock = threading.Lock()
         self._reads = Memo(maxsize=256)
-        self._contexts = Memo(maxsize=4096)  # (question, context) -> its decoded sequences
+        self._decoder: QADecoder | None = None
         self._analyzer = Analyzer()
 
     # ------------------------------------------------------------------ lifecycle
@@ -240,6 +233,10 @@ class ExtractiveReader:
                 "a tokenizer.json, or convert its tokenizer with transformers and save it next to the model."
             )
         self._tokenizer, self._qa_model = tokenizer, model
+        self._decoder = QADecoder(tokenizer, model, max_seq_length=self.max_seq_length, stride=self.stride,
+                                  batch_size=self.batch_size, answers_per_seq=self.answers_per_seq,
+                                  max_answer_length=self.max_answer_length,
+                                  calibration_factor=self.calibration_factor)
         self.served_by = resolved.describe(self.precision)
 
     def to_dict(self) -> dict[str, Any]:
@@ -305,7 +302,7 @@ class ExtractiveReader:
         """Answers from the QA model and the no-answer probability."""
         if not windows:
             return [], 1.0
-        per_window = self._decode_contexts(query, [w.content for w in windows])
+        per_window = self._decoder.decode_contexts(query, [w.content for w in windows])
         decoded = [d for decodings in per_window for d in decodings]
         pooled = [(span, windows[i]) for i, decodings in enumerate(per_window) for d in decodings for span in d.spans]
         pooled.sort(key=lambda pair: pair[0].logit, reverse=True)  # stable: window order on ties
@@ -318,90 +315,6 @@ class ExtractiveReader:
         else:
             no_answer_prob = complement_no_answer(span.score for span, _ in pooled)
         return [span_answer(query, span, doc) for span, doc in pooled], no_answer_prob
-
-    def _decode_contexts(self, query: str, contexts: list[str]) -> list[list]:
-        """The decoded sequences of each context, reading only contexts this question has not read yet.
-
-        A widening re-reads the windows that were already whole paragraphs; those come from the memo. Each
-        context is run in forward passes of its own sequences (``_decode``), so what it decodes to never
-        depends on which other contexts are read with it, and a memo hit equals a fresh read."""
-        out: list[list | None] = [self._contexts.get((query, c)) for c in contexts]
-        todo = sorted({c for c, hit in zip(contexts, out) if hit is MISSING})
-        if todo:
-            decoded, sample_map = self._decode(query, todo)
-            fresh: dict[str, list] = {c: [] for c in todo}
-            for d in decoded:
-                fresh[todo[sample_map[d.window]]].append(d)
-            for c, decodings in fresh.items():
-                self._contexts.put((query, c), decodings)
-            out = [fresh[c] if hit is MISSING else hit for c, hit in zip(contexts, out)]
-        return out
-
-    def _decode(self, query: str, contexts: list[str]):
-        """Tokenise all (query, context) pairs, run the model per context in batches of its sequences, decode
-        each sequence."""
-        import torch
-
-        enc = self._tokenize(query, contexts)
-        input_ids, attention = enc["input_ids"], enc["attention_mask"]
-        offsets = enc["offset_mapping"]
-        sequence_ids = np.array([[-1 if s is None else s for s in enc.sequence_ids(i)] for i in range(len(input_ids))])
-        extra = {}
-        if "token_type_ids" in enc and getattr(self._qa_model.config, "type_vocab_size", 1) > 1:
-            extra["token_type_ids"] = enc["token_type_ids"]
-        cls_id = self._tokenizer.cls_token_id
-        device = self._qa_model.device
-
-        decoded = [None] * len(input_ids)
-        samples = np.asarray(enc["overflow_to_sample_mapping"])
-        batches = []
-        for sample in dict.fromkeys(samples.tolist()):  # a context's sequences only share a forward pass
-            seqs = np.flatnonzero(samples == sample)
-            seqs = seqs[np.argsort(-attention[seqs].sum(axis=1), kind="stable")]
-            batches += [seqs[b : b + self.batch_size] for b in range(0, len(seqs), self.batch_size)]
-        for rows in batches:
-            cols = attention[rows].any(axis=0)  # drop padding columns no row of this batch needs
-            inputs = {"input_ids": input_ids[rows][:, cols], "attention_mask": attention[rows][:, cols]}
-            inputs.update({k: v[rows][:, cols] for k, v in extra.items()})
-            with torch.inference_mode():
-                out = self._qa_model(**{k: torch.from_numpy(v).to(device) for k, v in inputs.items()})
-            starts = out.start_logits.float().cpu().numpy()
-            ends = out.end_logits.float().cpu().numpy()
-            for r, row in enumerate(rows):
-                ids = inputs["input_ids"][r]
-                hits = np.flatnonzero(ids == cls_id) if cls_id is not None else []
-                decoded[row] = decode_window(
-                    starts[r],
-                    ends[r],
-                    offsets[row][cols],
-                    sequence_ids[row][cols],
-                    inputs["attention_mask"][r],
-                    k=self.answers_per_seq,
-                    max_answer_length=self.max_answer_length,
-                    calibration_factor=self.calibration_factor,
-                    cls_index=int(hits[0]) if len(hits) else 0,
-                    window=int(row),
-                )
-        return decoded, [int(s) for s in enc["overflow_to_sample_mapping"]]
-
-    def _tokenize(self, query: str, contexts: list[str]):
-        """Fast-tokenizer encoding with overflow windows, offsets, padded to the longest sequence (numpy)."""
-        kwargs = dict(
-            padding="longest",
-            max_length=self.max_seq_length,
-            stride=self.stride,
-            return_overflowing_tokens=True,
-            return_offsets_mapping=True,
-            return_tensors="np",
-        )
-        queries = [query] * len(contexts)
-        # a fast tokenizer keeps its truncation setting on the shared Rust object and changes it per call:
-        # threads must not interleave calls with different settings, so calls are serialised (they are cheap)
-        with self._tokenizer_lock:
-            try:  # truncate only the context: the question stays whole in every window
-                return self._tokenizer(queries, contexts, truncation="only_second", **kwargs)
-            except Exception:  # noqa: BLE001 - a question too long to leave room for context: cut both
-                return self._tokenizer(queries, contexts, truncation="longest_first", **kwargs)
 
     def _read_sentences(self, query: str, windows: list[Document], top_k: int) -> tuple[list[ExtractedAnswer], float]:
         """Answers of the offline sentence strategy and its no-answer score (1 - best)."""
@@ -468,68 +381,3 @@ class ExtractiveReader:
 
 
 UNIT_CACHE_SIZE = 200_000  # sentence embeddings kept in memory by the offline strategy (~300 MB at 384 dims)
-
-
-# ---------------------------------------------------------------------- answers and their meta
-
-
-def span_meta(doc: Document, start: int, end: int, evidence: list[tuple[int, int]]) -> dict[str, Any]:
-    """``meta`` of an answer at ``[start, end)`` of ``doc.content``: original-document offsets and evidence."""
-    doc_id = doc.meta.get("doc_id", doc.id)
-    base = int(doc.meta.get("char_start", 0))
-    return {
-        "doc_id": doc_id,
-        "char_start": base + start,
-        "char_end": base + end,
-        "evidence": [{"doc_id": doc_id, "char_start": base + s, "char_end": base + e} for s, e in evidence],
-    }
-
-
-@lru_cache(maxsize=512)
-def text_units(text: str) -> tuple[tuple[int, int], ...]:
-    """All units (sentences, table rows, code parts) of ``text`` as ``(start, end)``; memoised per text."""
-    return tuple((u.start, u.end) for block in split_blocks(text) for u in split_units(text, block))
-
-
-@lru_cache(maxsize=512)
-def directive_units(text: str) -> tuple[tuple[int, int], ...]:
-    """The units of ``text`` that address the reader (``components.core.injection``); memoised per text."""
-    return tuple((s, e) for s, e in text_units(text) if is_directive(text[s:e]))
-
-
-def in_directive(text: str, start: int, end: int) -> bool:
-    return any(s < end and start < e for s, e in directive_units(text))
-
-
-def table_header(text: str, row: Span) -> tuple[int, int] | None:
-    """The header row (first line) of the table block that holds ``row``, unless ``row`` is that header."""
-    for block in split_blocks(text):
-        if block.start <= row.start < block.end:
-            nl = text.find("\n", block.start, block.end)
-            first = (block.start, nl if nl != -1 else block.end)
-            return None if first[0] == row.start else first
-    return None
-
-
-def containing_units(text: str, start: int, end: int) -> list[tuple[int, int]]:
-    """The units of ``text`` that overlap ``[start, end)``; the span itself if none does."""
-    hits = [(s, e) for s, e in text_units(text) if s < end and start < e]
-    return hits or [(start, end)]
-
-
-def span_answer(query: str, span: SpanCandidate, doc: Document) -> ExtractedAnswer:
-    """The ``ExtractedAnswer`` of a decoded span of ``doc`` (offsets into ``doc.content``)."""
-    s, e = span.char_start, span.char_end
-    return ExtractedAnswer(
-        query=query,
-        score=span.score,
-        data=doc.content[s:e],
-        document=doc,
-        document_offset=ExtractedAnswer.Span(s, e),
-        meta=span_meta(doc, s, e, containing_units(doc.content, s, e)),
-    )
-
-
-def no_answer_answer(query: str, score: float) -> ExtractedAnswer:
-    """The abstention: ``data=None``, ``meta["no_answer"]=True``, ``score`` the no-answer probability."""
-    return ExtractedAnswer(query=query, score=float(score), data=None, document=None, meta={"no_answer": True, "evidence": []})

@@ -1,0 +1,81 @@
+"""Haystack answers from decoded spans: offsets in the original document, the sentences that are their evidence,
+and the units of a window that address the reader (never an answer).
+
+Used by ``ExtractiveReader`` (``extractive_reader.py``); the offsets all come from ``components.core.text``.
+
+    answer = span_answer("When was it finished?", span, window)   # an ExtractedAnswer with meta["evidence"]
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from typing import Any
+
+from haystack import Document
+from haystack.dataclasses import ExtractedAnswer
+
+from components.core.injection import is_directive
+from components.core.span_decoding import SpanCandidate
+from components.core.text import Span, split_blocks, split_units
+
+
+def span_meta(doc: Document, start: int, end: int, evidence: list[tuple[int, int]]) -> dict[str, Any]:
+    """``meta`` of an answer at ``[start, end)`` of ``doc.content``: original-document offsets and evidence."""
+    doc_id = doc.meta.get("doc_id", doc.id)
+    base = int(doc.meta.get("char_start", 0))
+    return {
+        "doc_id": doc_id,
+        "char_start": base + start,
+        "char_end": base + end,
+        "evidence": [{"doc_id": doc_id, "char_start": base + s, "char_end": base + e} for s, e in evidence],
+    }
+
+
+@lru_cache(maxsize=512)
+def text_units(text: str) -> tuple[tuple[int, int], ...]:
+    """All units (sentences, table rows, code parts) of ``text`` as ``(start, end)``; memoised per text."""
+    return tuple((u.start, u.end) for block in split_blocks(text) for u in split_units(text, block))
+
+
+@lru_cache(maxsize=512)
+def directive_units(text: str) -> tuple[tuple[int, int], ...]:
+    """The units of ``text`` that address the reader (``components.core.injection``); memoised per text."""
+    return tuple((s, e) for s, e in text_units(text) if is_directive(text[s:e]))
+
+
+def in_directive(text: str, start: int, end: int) -> bool:
+    return any(s < end and start < e for s, e in directive_units(text))
+
+
+def table_header(text: str, row: Span) -> tuple[int, int] | None:
+    """The header row (first line) of the table block that holds ``row``, unless ``row`` is that header."""
+    for block in split_blocks(text):
+        if block.start <= row.start < block.end:
+            nl = text.find("\n", block.start, block.end)
+            first = (block.start, nl if nl != -1 else block.end)
+            return None if first[0] == row.start else first
+    return None
+
+
+def containing_units(text: str, start: int, end: int) -> list[tuple[int, int]]:
+    """The units of ``text`` that overlap ``[start, end)``; the span itself if none does."""
+    hits = [(s, e) for s, e in text_units(text) if s < end and start < e]
+    return hits or [(start, end)]
+
+
+def span_answer(query: str, span: SpanCandidate, doc: Document) -> ExtractedAnswer:
+    """The ``ExtractedAnswer`` of a decoded span of ``doc`` (offsets into ``doc.content``)."""
+    s, e = span.char_start, span.char_end
+    return ExtractedAnswer(
+        query=query,
+        score=span.score,
+        data=doc.content[s:e],
+        document=doc,
+        document_offset=ExtractedAnswer.Span(s, e),
+        meta=span_meta(doc, s, e, containing_units(doc.content, s, e)),
+    )
+
+
+def no_answer_answer(query: str, score: float) -> ExtractedAnswer:
+    """The abstention: ``data=None``, ``meta["no_answer"]=True``, ``score`` the no-answer probability."""
+    return ExtractedAnswer(query=query, score=float(score), data=None, document=None, meta={"no_answer": True, "evidence": []})
