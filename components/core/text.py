@@ -195,12 +195,10 @@ def _pysbd_spans(piece: str) -> list:
     """
     from pysbd.utils import TextSpan
 
-    seg = _segmenter()
-    seg.original_text = piece
     if not piece:
         return []
     out, prior_end = [], 0
-    for sent in seg.processor(piece).process():
+    for sent in _segmenter().processor(piece).process():
         match = _first_match_after(piece, sent, prior_end)
         if match is None:  # pysbd drops a sentence it cannot find in the text
             continue

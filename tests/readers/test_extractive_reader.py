@@ -165,6 +165,27 @@ def test_a_widening_reads_only_the_contexts_that_changed(qa_dir):
     assert [a.score for a in got] == [a.score for a in want]  # exactly: contexts are run apart
 
 
+def test_one_reader_from_many_threads_answers_as_serially(qa_dir):
+    """The shared per-context memo and the serialised tokenizer: eight threads asking at once (each question
+    three times, the memo cold at first) get exactly the serial answers and scores."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    def read(reader, case):
+        question, keys = case
+        answers = reader.run(query=question, documents=docs_of(keys))["answers"]
+        return list(zip(spans(answers), [a.score for a in answers], strict=True))
+
+    serial = ExtractiveReader(model=qa_dir, device="cpu", max_seq_length=64, stride=16, batch_size=4)
+    serial.warm_up()
+    want = {i: read(serial, case) for i, case in enumerate(CASES)}
+    shared = ExtractiveReader(model=qa_dir, device="cpu", max_seq_length=64, stride=16, batch_size=4)
+    shared.warm_up()
+    jobs = [i for i in range(len(CASES)) for _ in range(3)]
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        got = list(pool.map(lambda i: (i, read(shared, CASES[i])), jobs))
+    assert all(answers == want[i] for i, answers in got)
+
+
 # ---------------------------------------------------------------------------- deliberate differences
 
 
