@@ -240,13 +240,15 @@ def _normalise(m: np.ndarray) -> np.ndarray:
     return m / np.where(norms == 0, 1, norms)
 
 
-def _prepare_in_background(documents: list[SourceDocument], settings: IndexSettings):
+def _prepare_in_background(documents: list[SourceDocument], settings: IndexSettings, ahead: int):
     """Yield, per document in order, ``(blocks, units, chunks, index texts, BM25 tokens)`` from a worker thread.
 
     Splitting and tokenising are pure Python while embedding runs in torch with the GIL released, so the
-    worker prepares the next documents while the current batch is embedded, hiding most of that time.
+    worker prepares the next documents while the current batch is embedded, hiding most of that time. It may
+    run ``ahead`` documents in front of the consumer: at least one embedding group's worth, or the encoder
+    would wait for the splitter at every group.
     """
-    done: queue.Queue = queue.Queue(maxsize=256)
+    done: queue.Queue = queue.Queue(maxsize=ahead)
     analyzer = Analyzer(**settings.analyzer)
 
     def work() -> None:
@@ -273,10 +275,13 @@ def build_index(
     embedding_cache: EmbeddingCache | None = None,
     progress: Callable | None = None,
     embed_batch: int = 1024,
+    first_group: int = 64,
 ) -> tuple[CorpusIndex, dict]:
     """Split, tokenise and embed ``documents``. Returns the index and stats (chunks, newly embedded).
 
-    Texts are embedded in groups of ``embed_batch`` as soon as they are split, so the two overlap; the
+    Texts are embedded in groups as soon as they are split, so the two overlap: the first group is small
+    (``first_group`` texts) so the encoder starts almost at once instead of waiting for a whole group to be
+    split, and each next group doubles up to ``embed_batch`` (larger groups sort by length and pad less). The
     embedding cache is saved after each group that added vectors, so an interrupted build resumes there.
     """
     chunk_doc, chunk_start, chunk_end, kinds, texts, tokens, units_all, blocks_all = [], [], [], [], [], [], [], []
@@ -294,8 +299,8 @@ def build_index(
         vectors.append(m)
         n_new += new
 
-    pending = 0
-    prepared = _prepare_in_background(documents, settings)
+    pending, group = 0, min(first_group, embed_batch)
+    prepared = _prepare_in_background(documents, settings, ahead=2 * embed_batch)
     it = progress(prepared, total=len(documents), desc="indexing", unit="doc") if progress else prepared
     for pos, (blocks, units, chunks, doc_texts, doc_tokens) in enumerate(it):
         blocks_all.append(np.array([(b.start, b.end) for b in blocks], dtype=np.int64).reshape(-1, 2))
@@ -307,9 +312,9 @@ def build_index(
             kinds.append(c.kind)
         texts.extend(doc_texts)
         tokens.extend(doc_tokens)
-        if len(texts) - pending >= embed_batch:
+        if len(texts) - pending >= group:
             embed(texts[pending:])
-            pending = len(texts)
+            pending, group = len(texts), min(embed_batch, group * 2)
     if len(texts) > pending:
         embed(texts[pending:])
     bm25 = InvertedIndex.build(tokens)

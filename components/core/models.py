@@ -20,6 +20,7 @@ from __future__ import annotations
 import functools
 import importlib
 import importlib.metadata
+import inspect
 import os
 import threading
 from dataclasses import dataclass
@@ -152,11 +153,15 @@ def _locked_cache(fn):
     model is loaded once per process, never twice in parallel)."""
     cached = lru_cache(maxsize=8)(fn)
     lock = threading.RLock()
+    signature = inspect.signature(fn)
 
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
+        # one key however the arguments are spelled: f(p), f(p, "cpu") and f(p, device="cpu") share a model
+        bound = signature.bind(*args, **kwargs)
+        bound.apply_defaults()
         with lock:
-            return cached(*args, **kwargs)
+            return cached(*bound.args, **bound.kwargs)
 
     wrapper.cache_clear = cached.cache_clear
     return wrapper

@@ -60,3 +60,31 @@ def test_changed_file_re_embeds_only_its_chunks(tmp_path):
     assert stats["embedded"] == 1 and changed.seen == ["B\nSecond document, edited. Now different."]
     assert corpus_key(docs(), settings) != corpus_key(docs("x"), settings)
     assert corpus_key(docs(), settings) != corpus_key(docs(), IndexSettings(max_chunk_chars=400))
+
+
+class GroupRecorder(CountingEmbedder):
+    def __init__(self):
+        super().__init__()
+        self.calls: list[int] = []
+
+    def __call__(self, texts):
+        self.calls.append(len(texts))
+        return super().__call__(texts)
+
+
+def many_docs(n=40):
+    return [SourceDocument(f"d{i}.txt", f"Document {i} opens here. It says {'e' * (i % 7)} things.", {"title": f"T{i}"})
+            for i in range(n)]
+
+
+def test_growing_embedding_groups_equal_one_group():
+    # the first group is small so the encoder starts at once, then groups double up to embed_batch; the
+    # index must be the one a single whole-corpus group builds (the slow oracle)
+    grouped_embedder, whole_embedder = GroupRecorder(), GroupRecorder()
+    grouped, _ = build_index(many_docs(), IndexSettings(), grouped_embedder, embed_batch=16, first_group=4)
+    whole, _ = build_index(many_docs(), IndexSettings(), whole_embedder, embed_batch=10_000)
+    assert grouped_embedder.calls == [4, 8, 16, 12] and whole_embedder.calls == [40]
+    assert grouped_embedder.seen == whole_embedder.seen
+    np.testing.assert_array_equal(grouped.embeddings, whole.embeddings)
+    np.testing.assert_array_equal(grouped.chunk_start, whole.chunk_start)
+    assert grouped.bm25.vocab == whole.bm25.vocab
