@@ -153,10 +153,10 @@ def _main(args, err) -> int:
     if args.calibrate and runner.verifier:  # fitting a new combiner: a missing file is what is being made
         from pathlib import Path
 
-        from components.routers.verifier_router import _project_path
+        from components.core.confidence import project_path
 
         verifier = pipeline.get_component(runner.verifier)
-        if verifier.calibration and not Path(_project_path(verifier.calibration)).exists():
+        if verifier.calibration and not Path(project_path(verifier.calibration)).exists():
             args.calibration_out = args.calibration_out or verifier.calibration
             verifier.calibration = None
             err.print(f"[dim]calibration file {escape(args.calibration_out)} does not exist yet: --calibrate fits it[/dim]")

@@ -80,11 +80,11 @@ def calibrate_confidence(rows: list[dict], runner, dataset: str, target_precisio
     path = out_path or verifier.calibration
     saved = None
     if path:  # the other kind's combiner in the same file is kept
-        from components.routers.verifier_router import _project_path
+        from components.core.confidence import project_path
 
-        file = confidence.CalibrationFile.load(_project_path(path), missing_ok=True)
+        file = confidence.CalibrationFile.load(project_path(path), missing_ok=True)
         file.calibrators[kind] = cal
-        saved = str(file.save(_project_path(path)))
+        saved = str(file.save(project_path(path)))
     return {
         "saved_to": saved, "kind": kind, "target_precision": target, "min_confidence": cal.min_confidence,
         "coefficients": dict(zip(cal.features, [round(c, 4) for c in cal.coef])),

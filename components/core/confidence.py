@@ -171,6 +171,16 @@ class Calibrator:
         return cal
 
 
+def project_path(path: str) -> str:
+    """A calibration file's path as given when it exists (or is absolute), else relative to the project root —
+    so the YAMLs' ``calibration: pipelines/calibration.json`` works from any working directory."""
+    p = Path(path)
+    if p.is_absolute() or p.exists():
+        return str(p)
+    root = Path(__file__).resolve().parents[2] / p
+    return str(root) if root.exists() else str(p)
+
+
 @dataclass
 class CalibrationFile:
     """The file a pipeline names: one ``Calibrator`` per kind of answer (``extractive``, ``generative``), so that

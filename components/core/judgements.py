@@ -48,6 +48,7 @@ from components.core.analysis import (
     opposite_terms,
 )
 from components.core.key_terms import Vocab, content_terms, has_term, key_terms
+from components.core.text import Span
 from components.core.verification import PARTIAL, SUPPORTED, UNSUPPORTED, Evidence, Visible
 
 

@@ -7,20 +7,20 @@ from haystack import Document, component, default_from_dict, default_to_dict, lo
 from haystack.dataclasses import ExtractedAnswer, GeneratedAnswer
 
 from components.core.analysis import Analyzer
-from components.core.errors import SpanQAError
-from components.core.models import ModelUnavailableError, load_hf_model, resolve_model, torch_device
-from components.core.confidence import CalibrationFile, Calibrator, answer_kind, verified_signals
-from components.core.injection import directive_reason
-from components.core.params import check_fraction
-from components.core.judgements import (
-    DEFAULT_HYPOTHESIS,
-    Judgement,
-    judge_messages,
-    lexical_judgement,
-    nli_judgement,
-    nli_label_index,
-    parse_judge_reply,
+from components.core.answers import (
+    answer_score,
+    best_answer,
+    document_piece,
+    is_abstention,
+    locate_answer,
+    ranked_answers,
+    reader_prefers_no_answer,
 )
+from components.core.confidence import CalibrationFile, Calibrator, answer_kind, project_path, verified_signals
+from components.core.errors import SpanQAError
+from components.core.injection import directive_reason
+from components.core.judgements import DEFAULT_HYPOTHESIS, Judgement, lexical_judgement, nli_judgement
+from components.core.params import check_fraction
 from components.core.verification import (
     LEVELS,
     NOT_FOUND,
@@ -28,14 +28,12 @@ from components.core.verification import (
     UNSUPPORTED,
     WIDEN_LEVELS,
     Evidence,
-    Piece,
     Visible,
-    locate_extractive,
-    locate_generative,
     route_decision,
     span_dict,
     visible_texts,
 )
+from components.routers.judge_backend import JudgeBackend
 
 logger = logging.getLogger(__name__)
 
@@ -44,55 +42,6 @@ FALLBACKS = ("lexical",)
 DEFAULT_NLI_MODEL = "cross-encoder/nli-deberta-v3-small"
 
 Answer = ExtractedAnswer | GeneratedAnswer
-
-
-def _project_path(path: str) -> str:
-    """``path`` as given when it exists (or is absolute), else relative to the project root."""
-    from pathlib import Path
-
-    p = Path(path)
-    if p.is_absolute() or p.exists():
-        return str(p)
-    root = Path(__file__).resolve().parents[2] / p
-    return str(root) if root.exists() else str(p)
-
-
-def is_abstention(answer: Any) -> bool:
-    """An answer without text, or one the reader marked ``meta["no_answer"]``."""
-    return answer.data is None or not str(answer.data).strip() or bool((answer.meta or {}).get("no_answer"))
-
-
-def answer_score(answer: Any) -> float:
-    """``ExtractedAnswer.score``; for a ``GeneratedAnswer`` its ``meta["score"]`` (0.0 when absent)."""
-    score = getattr(answer, "score", None)
-    if score is None:
-        score = (answer.meta or {}).get("score")
-    return float(score) if score is not None else 0.0
-
-
-def ranked_answers(answers: list[Any]) -> list[Any]:
-    """The non-abstaining answers, highest score first (input order on ties)."""
-    return sorted((a for a in answers or [] if not is_abstention(a)), key=lambda a: -answer_score(a))
-
-
-def best_answer(answers: list[Any]) -> Any | None:
-    """The highest-scoring non-abstaining answer (the first one on ties), or ``None``."""
-    best = None
-    for a in answers or []:
-        if not is_abstention(a) and (best is None or answer_score(a) > answer_score(best)):
-            best = a
-    return best
-
-
-def reader_prefers_no_answer(answers: list[Any], best: Any) -> bool:
-    """Whether one of the reader's abstentions scores higher than its best real answer."""
-    return any(is_abstention(a) and answer_score(a) > answer_score(best) for a in answers or [])
-
-
-def _piece(doc: Document, index: int) -> Piece:
-    meta = doc.meta or {}
-    doc_id = str(meta.get("doc_id") or doc.id or f"doc{index}")
-    return Piece(doc_id, int(meta.get("char_start") or 0), doc.content or "", str(meta.get("title") or ""))
 
 
 @component
@@ -286,106 +235,36 @@ class VerifierRouter:
         self.fallback = fallback
 
         self.analyzer = Analyzer()
-        self.active_backend: str | None = "lexical" if backend == "lexical" else None
-        self.served_by: str | None = "lexical" if backend == "lexical" else None
-        self._tokenizer = None
-        self._nli_model = None
-        self._labels: dict[str, int] | None = None
-        self._generator = None
+        self.judge_backend = JudgeBackend(backend, model=self.model, device=device, max_length=max_length,
+                                          generator=self.generator, fallback=fallback, component=type(self).__name__)
+
+    @property
+    def active_backend(self) -> str | None:
+        """The backend in force after ``warm_up()`` (``lexical`` also when it stands in for a missing model)."""
+        return self.judge_backend.active
+
+    @property
+    def served_by(self) -> str | None:
+        """What gives the verdicts: ``lexical``, the resolved model, or ``fallback:lexical (<model> unavailable)``."""
+        return self.judge_backend.served_by
 
     # ------------------------------------------------------------------------------------- warm-up
 
-    def _fall_back(self, what: str, exc: Exception) -> None:
-        if self.fallback is None:
-            raise exc
-        self.active_backend = "lexical"
-        self.served_by = f"fallback:lexical ({what} unavailable)"
-        logger.warning(
-            "VerifierRouter: {what} is unavailable; verifying with the offline lexical rules instead.",
-            what=what,
-        )
-
     def warm_up(self) -> None:
-        """Resolve and load the NLI model or the LLM judge (or switch to the lexical fallback)."""
+        """Load the calibration file and the NLI model or LLM judge (or switch to the lexical fallback)."""
         if self.calibration and self._calibrations is None:
-            self._calibrations = CalibrationFile.load(_project_path(self.calibration), type(self).__name__)
-        if self.active_backend is not None:
-            return
-        if self.backend == "nli":
-            try:
-                resolved = resolve_model(self.model, component=type(self).__name__)
-            except ModelUnavailableError as exc:
-                self._fall_back(self.model, exc)
-                return
-            self._tokenizer, self._nli_model = load_hf_model(
-                resolved.path, "AutoModelForSequenceClassification", torch_device(self.device)
-            )
-            try:
-                self._labels = nli_label_index(self._nli_model.config.id2label)
-            except ValueError as exc:
-                raise SpanQAError(
-                    f"VerifierRouter: the NLI model '{self.model}' is not an entailment classifier ({exc}); "
-                    "use a model trained on MNLI/SNLI whose config names entailment, neutral and contradiction."
-                ) from exc
-            self.served_by = resolved.describe()
-            self.active_backend = "nli"
-            return
-        from components.core.generation import make_generator  # the llm backend only
-
-        params = {k: v for k, v in self.generator.items() if k != "backend"}
-        params.setdefault("component", type(self).__name__)
-        gen = make_generator(self.generator["backend"], **params)
-        try:
-            gen.warm_up()
-        except ModelUnavailableError as exc:
-            self._fall_back(str(self.generator.get("model") or self.generator["backend"]), exc)
-            return
-        self._generator = gen
-        self.served_by = gen.served_by
-        self.active_backend = "llm"
+            self._calibrations = CalibrationFile.load(project_path(self.calibration), type(self).__name__)
+        self.judge_backend.warm_up()
 
     # ------------------------------------------------------------------------------------- judging
 
     def locate(self, answer: Any, visibles: list[Visible]) -> Evidence | None:
-        """Where ``answer`` stands in the read text (see the class docstring)."""
-        meta = answer.meta or {}
-        doc_id, start, end = meta.get("doc_id"), meta.get("char_start"), meta.get("char_end")
-        doc = getattr(answer, "document", None)
-        offset = getattr(answer, "document_offset", None)
-        if (start is None or doc_id is None) and doc is not None and offset is not None:
-            base = int((doc.meta or {}).get("char_start") or 0)
-            doc_id = str((doc.meta or {}).get("doc_id") or doc.id)
-            start, end = base + offset.start, base + offset.end
-        doc_id = None if doc_id is None else str(doc_id)
-        if isinstance(answer, ExtractedAnswer):
-            return locate_extractive(
-                visibles, answer.data, doc_id=doc_id, start=start, end=end, lead_in_units=self.lead_in_units
-            )
-        exact = locate_extractive(
-            visibles, answer.data, doc_id=doc_id, start=start, end=end, lead_in_units=self.lead_in_units
-        ) if meta.get("verbatim") else None
-        if exact is not None:
-            return exact
-        cited = [(str(e["doc_id"]), int(e["char_start"]), int(e["char_end"])) for e in meta.get("evidence") or []]
-        if not cited:
-            cited = [
-                (p.doc_id, p.start, p.start + len(p.text))
-                for p in (_piece(d, i) for i, d in enumerate(getattr(answer, "documents", None) or []))
-            ]
-        return locate_generative(
-            visibles, answer.data, self.analyzer, cited=cited, lead_in_units=self.lead_in_units
-        )
+        """Where ``answer`` stands in the read text (``components.core.answers.locate_answer``)."""
+        return locate_answer(answer, visibles, self.analyzer, self.lead_in_units)
 
     def nli_probabilities(self, premise: str, hypothesis: str) -> dict[str, float]:
         """``{"entailment", "neutral", "contradiction"}`` probabilities of the loaded NLI model."""
-        import torch
-
-        enc = self._tokenizer(
-            premise, hypothesis, truncation="longest_first", max_length=self.max_length, return_tensors="pt"
-        ).to(self._nli_model.device)
-        with torch.inference_mode():
-            probs = self._nli_model(**enc).logits[0].float().softmax(-1).tolist()
-        return {name: float(probs[i]) for name, i in self._labels.items()}
+        return self.judge_backend.nli_probabilities(premise, hypothesis)
 
     def judge_candidates(self, query: str, answers: list[Any], visibles: list[Visible]):
         """``(answer, judgement, evidence)``: the first of the ``max_candidates`` best answers judged SUPPORTED,
@@ -427,8 +306,7 @@ class VerifierRouter:
                 self.nli_probabilities(premise, hypothesis), self.entail_threshold, self.contradiction_threshold
             )
         else:
-            reply = self._generator.generate(judge_messages(query, str(answer.data), premise), self.max_new_tokens)
-            judgement = parse_judge_reply(reply.text)
+            judgement = self.judge_backend.llm_judgement(query, str(answer.data), premise, self.max_new_tokens)
         return Judgement(judgement.verdict, judgement.reason, evidence.lead_in), evidence
 
     # ------------------------------------------------------------------------------------------ run
@@ -494,7 +372,7 @@ class VerifierRouter:
         elif best is None:
             judgement = Judgement(UNSUPPORTED, "reader_abstained")
         else:
-            visibles = visible_texts(_piece(d, i) for i, d in enumerate(documents))
+            visibles = visible_texts(document_piece(d, i) for i, d in enumerate(documents))
             best, judgement, evidence = self.judge_candidates(query, answers, visibles)
         route = [*base_route, "read", f"verify:{judgement.verdict}"]
 

@@ -20,7 +20,6 @@ from components.core.index import (
     CorpusIndex,
     CorruptIndexError,
     EmbeddingCache,
-    IndexSettings,
     build_index,
     corpus_key,
     load_index,

@@ -1,7 +1,6 @@
 """Ingestion loses nothing: every entry found is indexed or skipped with its reason (found = indexed + skipped)."""
 
 import os
-from pathlib import Path
 
 import pytest
 

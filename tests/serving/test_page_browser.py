@@ -5,7 +5,6 @@ Chromium may resolve only 127.0.0.1, so the page cannot use external assets."""
 from __future__ import annotations
 
 import shutil
-import time
 
 import pytest
 

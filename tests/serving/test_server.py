@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import json
 from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
 
 from tests.serving.conftest import ANSWERABLE, ROOT, UNANSWERABLE, assert_same, comparable, http
 
