@@ -31,7 +31,7 @@ qrels may have no ``retrieval``). The ``summary`` shape::
 "Other plots" (copied into ``out_dir`` when it lives elsewhere).
 
 The HTML uses inline CSS only: no scripts, no external assets; images are referenced by relative path.
-Plots are drawn with matplotlib's Agg canvas directly (``pyplot`` and the global backend are not touched).
+Plots are drawn by ``components.core.report_plots`` (matplotlib's Agg canvas; ``pyplot`` is not touched).
 """
 
 from __future__ import annotations
@@ -46,8 +46,8 @@ from pathlib import Path
 from typing import Any
 
 from components.core import report_selective
+from components.core.report_plots import make_plots, stages_in_order
 
-STAGE_ORDER = ("bm25", "dense", "fused", "reranked")
 RETRIEVAL_METRIC_ORDER = ("ndcg@10", "recall@1", "recall@5", "recall@10", "recall@100", "mrr@10", "queries")
 READING_LABELS = {
     "exact": "EM (all)",
@@ -91,96 +91,9 @@ def fmt(value: Any) -> str:
     return str(value)
 
 
-def _stages(stages: Iterable[str]) -> list[str]:
-    """Known stages in pipeline order first, then any others in the order given."""
-    stages = list(stages)
-    return [s for s in STAGE_ORDER if s in stages] + [s for s in stages if s not in STAGE_ORDER]
-
-
 def _ordered_keys(dicts: Iterable[Mapping], preferred: Sequence[str]) -> list[str]:
     keys = list(dict.fromkeys(k for d in dicts for k in d))
     return [k for k in preferred if k in keys] + [k for k in keys if k not in preferred]
-
-
-# ---------------------------------------------------------------------------------------------------
-# plots
-
-
-def _new_figure(width: float = 6.4, height: float = 4.0):
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-    from matplotlib.figure import Figure
-
-    figure = Figure(figsize=(width, height), dpi=100)
-    FigureCanvasAgg(figure)
-    return figure, figure.add_subplot()
-
-
-def _save(figure, path: Path) -> Path:
-    figure.tight_layout()
-    figure.savefig(path, format="png")
-    return path
-
-
-def recall_curves_figure(curves: Mapping[str, Sequence[float]]):
-    """Recall@k against k (log axis), one line per stage."""
-    figure, ax = _new_figure()
-    for stage in _stages(curves):
-        values = list(curves[stage])
-        ax.plot(range(1, len(values) + 1), values, label=stage)
-    ax.set_xscale("log")
-    longest = max((len(values) for values in curves.values()), default=1)
-    ticks = [k for k in (1, 2, 5, 10, 20, 50, 100, 200, 500, 1000) if k <= longest]
-    ax.set_xticks(ticks, [str(k) for k in ticks])
-    ax.minorticks_off()
-    ax.set_xlabel("k")
-    ax.set_ylabel("recall@k")
-    ax.set_ylim(0, 1.02)
-    ax.grid(True, alpha=0.3)
-    ax.legend()
-    return figure
-
-
-def score_distributions_figure(scores: Mapping[str, Any]):
-    """Histograms of answerable vs unanswerable scores, with the threshold as a dashed vertical line."""
-    figure, ax = _new_figure()
-    groups = {name: list(scores.get(name) or []) for name in ("answerable", "unanswerable")}
-    everything = groups["answerable"] + groups["unanswerable"]
-    low, high = (min(everything), max(everything)) if everything else (0.0, 1.0)
-    bins = [low + (high - low) * i / 30 for i in range(31)] if high > low else 10
-    for name, values in groups.items():
-        if values:
-            ax.hist(values, bins=bins, alpha=0.55, label=f"{name} (n={len(values)})")
-    threshold = scores.get("threshold")
-    if threshold is not None:
-        ax.axvline(threshold, color="black", linestyle="--", label=f"threshold = {threshold:.3g}")
-    ax.set_xlabel("score")
-    ax.set_ylabel("questions")
-    ax.legend()
-    return figure
-
-
-def taxonomy_figure(totals: Mapping[str, int]):
-    """Bar chart of the failure taxonomy totals, one bar per label."""
-    figure, ax = _new_figure()
-    labels = list(totals)
-    ax.bar(range(len(labels)), [totals[label] for label in labels], color="#4a78a8")
-    ax.set_xticks(range(len(labels)), labels, rotation=30, ha="right")
-    ax.set_ylabel("questions")
-    return figure
-
-
-def make_plots(out_dir: Path, summary: Mapping) -> dict[str, Path]:
-    """Draw the standard plots whose data is in ``summary``; returns ``{name: png path}``."""
-    figures = {}
-    if summary.get("recall_curves"):
-        figures["recall_curves"] = recall_curves_figure(summary["recall_curves"])
-    scores = summary.get("scores") or {}
-    if scores.get("answerable") or scores.get("unanswerable"):
-        figures["score_distributions"] = score_distributions_figure(scores)
-    if summary.get("taxonomy"):
-        figures["taxonomy"] = taxonomy_figure(summary["taxonomy"])
-    figures.update(report_selective.figures(_new_figure, summary))
-    return {name: _save(figure, out_dir / f"{name}.png") for name, figure in figures.items()}
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -197,7 +110,7 @@ def _retrieval_section(summary: Mapping, images, out_dir) -> list[Section]:
     retrieval = summary.get("retrieval") or {}
     blocks: list[Block] = []
     if retrieval:
-        stages = _stages(retrieval)
+        stages = stages_in_order(retrieval)
         metrics = _ordered_keys((retrieval[s] for s in stages), RETRIEVAL_METRIC_ORDER)
         rows = [[stage, *(fmt(retrieval[stage].get(m)) for m in metrics)] for stage in stages]
         blocks.append(("table", ["stage", *metrics], rows))

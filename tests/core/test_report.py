@@ -3,7 +3,8 @@ import re
 
 import numpy as np
 
-from components.core.report import fmt, score_distributions_figure, write_report
+from components.core.report import fmt, write_report
+from components.core.report_plots import score_distributions_figure
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
