@@ -77,14 +77,23 @@ def many_docs(n=40):
             for i in range(n)]
 
 
-def test_growing_embedding_groups_equal_one_group():
-    # the first group is small so the encoder starts at once, then groups double up to embed_batch; the
-    # index must be the one a single whole-corpus group builds (the slow oracle)
+def test_embedding_groups_equal_one_group():
+    # a group is what the splitter has ready (at least first_group, at most embed_batch texts): the sizes depend
+    # on timing, the index must not — it equals the one a single whole-corpus group builds (the slow oracle)
     grouped_embedder, whole_embedder = GroupRecorder(), GroupRecorder()
     grouped, _ = build_index(many_docs(), IndexSettings(), grouped_embedder, embed_batch=16, first_group=4)
-    whole, _ = build_index(many_docs(), IndexSettings(), whole_embedder, embed_batch=10_000)
-    assert grouped_embedder.calls == [4, 8, 16, 12] and whole_embedder.calls == [40]
+    whole, _ = build_index(many_docs(), IndexSettings(), whole_embedder, embed_batch=10_000, first_group=10_000)
+    assert whole_embedder.calls == [40] and sum(grouped_embedder.calls) == 40
+    assert max(grouped_embedder.calls) <= 16 and all(n >= 4 for n in grouped_embedder.calls[:-1])
     assert grouped_embedder.seen == whole_embedder.seen
     np.testing.assert_array_equal(grouped.embeddings, whole.embeddings)
     np.testing.assert_array_equal(grouped.chunk_start, whole.chunk_start)
     assert grouped.bm25.vocab == whole.bm25.vocab
+
+
+def test_a_document_with_more_chunks_than_a_group_is_embedded_in_slices():
+    long_doc = SourceDocument("long.txt", " ".join(f"Sentence number {i} is here." for i in range(400)), {})
+    embedder = GroupRecorder()
+    index, stats = build_index([long_doc], IndexSettings(max_chunk_chars=120), embedder, embed_batch=8, first_group=2)
+    assert stats["chunks"] > 16 and sum(embedder.calls) == stats["chunks"] and max(embedder.calls) == 8
+    assert embedder.seen == [index.chunk_text(i) for i in range(index.n_chunks)]  # each once, in order
