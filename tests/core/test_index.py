@@ -97,3 +97,21 @@ def test_a_document_with_more_chunks_than_a_group_is_embedded_in_slices():
     index, stats = build_index([long_doc], IndexSettings(max_chunk_chars=120), embedder, embed_batch=8, first_group=2)
     assert stats["chunks"] > 16 and sum(embedder.calls) == stats["chunks"] and max(embedder.calls) == 8
     assert embedder.seen == [index.chunk_text(i) for i in range(index.n_chunks)]  # each once, in order
+
+
+def test_a_failed_build_stops_its_splitter_thread():
+    import threading
+    import time
+
+    import pytest
+
+    def failing(texts):
+        raise RuntimeError("encoder broke")
+
+    # the splitter may run 2 x embed_batch = 4 documents ahead: with 40 it fills the queue and waits on it
+    with pytest.raises(RuntimeError, match="encoder broke"):
+        build_index(many_docs(), IndexSettings(), failing, embed_batch=2, first_group=2)
+    deadline = time.monotonic() + 5
+    while any(t.name == "spanqa-index-prepare" for t in threading.enumerate()) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not any(t.name == "spanqa-index-prepare" for t in threading.enumerate())
