@@ -266,8 +266,7 @@ class _Prepared:
             except BaseException as exc:  # noqa: BLE001 - re-raised in the consumer
                 self._put(exc)
 
-        self.worker = threading.Thread(target=work, daemon=True, name="spanqa-index-prepare")
-        self.worker.start()
+        threading.Thread(target=work, daemon=True, name="spanqa-index-prepare").start()
 
     def _put(self, item) -> bool:
         while not self._stop.is_set():
@@ -283,9 +282,6 @@ class _Prepared:
 
     def ready(self) -> int:
         return self._done.qsize()
-
-    def __len__(self) -> int:
-        return len(self.documents)
 
     def __iter__(self):
         for _ in self.documents:
