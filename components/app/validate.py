@@ -34,6 +34,12 @@ SPANQA_METADATA = {
     "answer_cache_ttl_s": (float | None, lambda v: v is None or v >= 0, "a number of seconds ≥ 0 or null"),
     "allow_paths_outside": (bool, lambda v: True, "true or false"),
     "max_question_chars": (int, lambda v: v >= 1, "a whole number of characters ≥ 1"),
+    # the server's cross-origin allow-list (empty: no page on another origin may call it) and the extra host
+    # names it answers to besides IP literals and localhost (components/serving/origin_guard.py)
+    "cors_origins": (list, lambda v: all(isinstance(o, str) and o.startswith(("http://", "https://")) for o in v),
+                     "a list of origins such as 'https://intranet.example.org'"),
+    "allowed_hosts": (list, lambda v: all(isinstance(h, str) and h.strip() and "/" not in h for h in v),
+                      "a list of host names (optionally name:port)"),
 }
 
 

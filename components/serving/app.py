@@ -30,19 +30,24 @@ from starlette.concurrency import run_in_threadpool
 
 from components.serving.limits import (MAX_BODY_BYTES, Refused, classify_failure, describe_validation_errors,
                                        parse_body)
+from components.serving.origin_guard import OriginGuard, normalise_origins
 from components.serving.wrapper import ServingConfig, SpanQAPipelineWrapper, wrapper_class
 
 PAGE_DIR = Path(__file__).parent / "page"
 DEFAULT_HOST, DEFAULT_PORT = "127.0.0.1", 1416
 
 
-def configure_hayhooks(host: str, port: int) -> None:
+def configure_hayhooks(host: str, port: int, cors_origins=()) -> None:
     """Hayhooks settings for a spanqa server (before ``create_app``): no startup deploy of ``./pipelines``
     (its YAMLs would all be deployed), runtime deploys saved to a temporary folder, local tracing and
-    monitoring off unless their ``HAYHOOKS_*`` variables ask for them (they add work to every request)."""
+    monitoring off unless their ``HAYHOOKS_*`` variables ask for them (they add work to every request), and
+    CORS only for the YAML's allow-list (Hayhooks answers ``*`` by default: any page could read answers)."""
     from hayhooks.settings import settings
 
     settings.host, settings.port = host, port
+    settings.cors_allow_origins = sorted(normalise_origins(cors_origins))
+    settings.cors_allow_methods, settings.cors_allow_headers = ["GET", "POST"], ["Content-Type", "Authorization"]
+    settings.cors_allow_origin_regex, settings.cors_allow_credentials = None, False
     if "HAYHOOKS_PIPELINES_DIR" not in os.environ:
         import atexit
         import shutil
@@ -204,19 +209,23 @@ def remove_deploy_routes(app: FastAPI) -> list[str]:
 
 
 def build_app(config: ServingConfig, host: str = DEFAULT_HOST, port: int = DEFAULT_PORT) -> FastAPI:
-    """The Hayhooks app serving ``config``'s pipeline (not started; ``serve`` runs it with uvicorn)."""
-    configure_hayhooks(host, port)
+    """The Hayhooks app serving ``config``'s pipeline (not started; ``serve`` runs it with uvicorn).
+
+    Hayhooks' deploy/undeploy endpoints are removed wherever the server listens: a pipeline YAML or wrapper is
+    code, and on loopback any web page the user opens could post one (there is no authentication to put them
+    behind yet). Every request passes the ``OriginGuard`` first (Host, Origin, JSON bodies)."""
+    meta = (config.spec.get("metadata") or {}).get("spanqa") or {}
+    configure_hayhooks(host, port, meta.get("cors_origins") or ())
     from hayhooks import create_app
 
     app = create_app()
-    if not is_loopback(host):  # deploying a YAML is deploying code: never for clients on other machines
-        removed = remove_deploy_routes(app)
-        print(f"spanqa: listening on {host}, not loopback: Hayhooks' deploy/undeploy endpoints ({', '.join(removed)}) "
-              f"are switched off", file=sys.stderr, flush=True)
+    remove_deploy_routes(app)
     wrapper = deploy(app, config)
     add_routes(app, config, wrapper)
     add_error_handlers(app)
     _chain_lifespan(app, mount_mcp(app), wrapper)
+    app.add_middleware(OriginGuard, allowed_hosts=meta.get("allowed_hosts") or (),
+                       cors_origins=meta.get("cors_origins") or ())  # outermost: before CORS and every route
     app.state.spanqa_wrapper = wrapper
     return app
 
@@ -251,6 +260,10 @@ def serve(args) -> int:
     check_positive_int("run.py", "--port", port)
     config = config_from_args(args)
     app = build_app(config, host, port)
+    if not is_loopback(host):
+        print(f"spanqa: WARNING listening on {host}, beyond this machine, without authentication: anyone who can "
+              f"reach the port can ask and read every indexed document (README, \"Security\").", file=sys.stderr,
+              flush=True)
     print(f"spanqa: serving '{config.name}' on http://{host}:{port}/ — POST /{config.name}/run, GET /ready, "
           f"POST /v1/chat/completions (model '{config.name}'), MCP /mcp/mcp/; warming up …", file=sys.stderr, flush=True)
     server = uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_config=None, access_log=False,

@@ -49,7 +49,7 @@ def test_run_api_returns_exactly_public_result(wrapper):
         "Top passages:\n[1] err-4012")
 
 
-def test_deploy_endpoints_only_on_loopback():
+def test_deploy_routes_are_removed_and_loopback_is_recognised():
     from hayhooks import create_app
 
     from components.serving.app import DEPLOY_PATHS, is_loopback, remove_deploy_routes

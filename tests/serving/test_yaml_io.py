@@ -1,12 +1,14 @@
 """The pipeline YAMLs carry Hayhooks' inputs/outputs: Haystack still loads them, Hayhooks' deploy-yaml accepts them
-(the real `hayhooks pipeline deploy-yaml` against the test server), and validate.py checks them."""
+(the real `hayhooks pipeline deploy-yaml` against Hayhooks' own server), and validate.py checks them."""
 
 from __future__ import annotations
 
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 import yaml
@@ -52,6 +54,38 @@ def test_hayhooks_yaml_wrapper_accepts_the_yaml(name, monkeypatch):
     assert {n for n, _ in wrapper.pipeline.walk()} == set(spec["components"])
 
 
+@pytest.fixture(scope="module")
+def hayhooks_server(tmp_path_factory):
+    """Hayhooks' own server (`hayhooks run`) on 127.0.0.1: where a user deploys our YAMLs into their Hayhooks.
+    spanqa's server has no deploy endpoints (a deployed YAML is code; tests/serving/test_cross_site.py)."""
+    from tests.serving.conftest import free_port
+
+    port = free_port()
+    env = {**os.environ, "HAYSTACK_DESERIALIZATION_ALLOWLIST": "haystack.*,components.*", "HF_HUB_OFFLINE": "1",
+           "HAYHOOKS_PIPELINES_DIR": str(tmp_path_factory.mktemp("hayhooks-pipelines"))}
+    log = tmp_path_factory.mktemp("hayhooks") / "hayhooks.log"
+    hayhooks = Path(sys.executable).with_name("hayhooks")
+    with open(log, "wb") as out:
+        proc = subprocess.Popen([str(hayhooks), "run", "--host", "127.0.0.1", "--port", str(port)], cwd=ROOT,
+                                env=env, stdout=out, stderr=subprocess.STDOUT)
+    srv = SimpleNamespace(port=port, url=f"http://127.0.0.1:{port}")
+    try:
+        deadline = time.monotonic() + 120
+        while True:
+            assert proc.poll() is None, log.read_text()[-3000:]
+            try:
+                if http("GET", srv.url + "/status", timeout=5)[0] == 200:
+                    break
+            except OSError:
+                pass
+            assert time.monotonic() < deadline, log.read_text()[-3000:]
+            time.sleep(0.3)
+        yield srv
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+
+
 def _deploy_yaml(server, name, path):
     env = {**os.environ, "HAYHOOKS_HOST": "127.0.0.1", "HAYHOOKS_PORT": str(server.port)}
     hayhooks = Path(sys.executable).with_name("hayhooks")
@@ -61,7 +95,8 @@ def _deploy_yaml(server, name, path):
     assert "successfully deployed" in proc.stdout
 
 
-def test_hayhooks_deploy_yaml_cli_on_the_server(server, runner):
+def test_hayhooks_deploy_yaml_cli_on_a_hayhooks_server(hayhooks_server, runner):
+    server = hayhooks_server
     from components.app.pipeline_io import load_pipeline
     from components.app.runner import QueryRunner
 
