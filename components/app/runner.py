@@ -20,10 +20,12 @@ from typing import Any
 
 from haystack import tracing
 
+from components.core.errors import SpanQAError
 from components.core.memo import MISSING, Memo
 from haystack.tracing import Span, Tracer
 
 NOT_FOUND_TEXT = "not found in the source"
+MAX_VERSION_RETRIES = 2  # a question is asked again at most this often when the index changes while it runs
 
 
 class _TimingSpan(Span):
@@ -194,12 +196,12 @@ class QueryRunner:
         question is asked once more of those alone: if one of them answers, the result stays NOT_FOUND with
         reason ``only_superseded_sources`` naming them, so the user learns that only an outdated source answers."""
         start = time.perf_counter()
+        if not self.warmed:
+            self.warm_up()
+        version = self.store().current_version()  # read per question: a re-index by any process shows at once
         key = None
         if self.answer_cache is not None:
-            if not self.warmed:
-                self.warm_up()
-            key = (self._pipeline_hash, self.store().stats.get("key"), query, json.dumps(filters, sort_keys=True),
-                   top_k, retrieval_depth)
+            key = (self._pipeline_hash, version, query, json.dumps(filters, sort_keys=True), top_k, retrieval_depth)
             hit = self.answer_cache.get(key)
             if hit is not MISSING:
                 result = copy.deepcopy(hit)
@@ -209,7 +211,21 @@ class QueryRunner:
                     self._audit(result)
                 return result
         result = self._answer_fresh(query, filters, top_k, retrieval_depth)
+        # one version from retrieval to the last widening: when a write landed while the question ran, its
+        # stages may have read two versions — ask again (bounded), so no answer mixes old and new text
+        for _ in range(MAX_VERSION_RETRIES):
+            now = self.store().current_version()
+            if now == version:
+                break
+            version = now
+            result = self._answer_fresh(query, filters, top_k, retrieval_depth)
+            result["route"] = ["reread:index-changed", *result.get("route", [])]
+        else:
+            if self.store().current_version() != version:
+                raise SpanQAError(f"the index changed {MAX_VERSION_RETRIES + 1} times while this question ran; ask "
+                                  f"again when the re-index has finished")
         if key is not None:
+            key = (key[0], version, *key[2:])
             self.answer_cache.put(key, copy.deepcopy(result))
         return result
 

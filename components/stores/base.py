@@ -204,6 +204,12 @@ class SpanIndexStore:
     def source(self, doc_id: str) -> tuple[SourceDocument, np.ndarray, np.ndarray]:  # pragma: no cover - interface
         raise NotImplementedError
 
+    def current_version(self) -> str:  # pragma: no cover - interface
+        """The index version a query reads now: it changes whenever a write (of this process or, for a shared
+        database, of any process) changes what a search or ``source`` returns. The runner reads it before and
+        after each question and keys its answer cache on it."""
+        raise NotImplementedError
+
     def superseded_documents(self, rule: SupersededRule) -> list[str]:  # pragma: no cover - interface
         raise NotImplementedError
 

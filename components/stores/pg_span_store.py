@@ -303,19 +303,31 @@ class PgSpanStore(SpanIndexStore):
         return [(Document(id=d.id, content=d.content, meta=dict(d.meta), embedding=d.embedding), float(d.score))
                 for d in docs]
 
-    def source(self, doc_id: str) -> tuple[SourceDocument, np.ndarray, np.ndarray]:
+    def current_version(self) -> str:
+        """The database's write version (the state table), read now: another process's re-index shows here."""
         self.open()
-        hit = self._sources.get((self._version, doc_id))
+        return f"{self.tables.prefix}@{pg_schema.version(self._conn(), self.tables)}"
+
+    def source(self, doc_id: str) -> tuple[SourceDocument, np.ndarray, np.ndarray]:
+        """The document as the database holds it now. The memo is keyed by the version read with the row, so a
+        re-index by any process is seen by every component at once (never text memoised under an old version)."""
+        self.open()
+        conn = self._conn()
+        version = pg_schema.version(conn, self.tables)
+        hit = self._sources.get((version, doc_id))
         if hit is not MISSING:
             return hit
-        row = self._conn().execute(q("SELECT text, meta, body_start, units, blocks FROM {documents} WHERE doc_id = %s",
-                                     self.tables), (doc_id,)).fetchone()
+        with conn.transaction():  # the row and the version it belongs to, read in one snapshot
+            conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+            version = pg_schema.version(conn, self.tables)
+            row = conn.execute(q("SELECT text, meta, body_start, units, blocks FROM {documents} WHERE doc_id = %s",
+                                 self.tables), (doc_id,)).fetchone()
         if row is None:
             raise SpanQAError(f"Document '{doc_id}' is not in PostgreSQL tables {self.tables.prefix}_* ({self.where}).")
         text, meta, body_start, units, blocks = row
         value = (SourceDocument(doc_id, text, dict(meta), int(body_start)),
                  np.array(units, dtype=np.int64).reshape(-1, 2), np.array(blocks, dtype=np.int64).reshape(-1, 2))
-        return self._sources.put((self._version, doc_id), value)
+        return self._sources.put((version, doc_id), value)
 
     def document_words(self, doc_id: str) -> int:
         self.open()

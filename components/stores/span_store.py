@@ -281,6 +281,12 @@ class SpanStore(SpanIndexStore):
         return index.documents[pos], index.units[pos], index.blocks[pos]
 
     # -- DocumentStore protocol --------------------------------------------------------------------------
+    def current_version(self) -> str:
+        """The content key of the loaded index (it changes with ``write_documents`` / ``delete_documents``). The
+        in-memory index is this process's own: files re-indexed by another process are read at the next start."""
+        self.open()
+        return str(self.stats.get("key"))
+
     def count_documents(self) -> int:
         return self.open().n_chunks
 
