@@ -1,0 +1,89 @@
+"""The reader's training recipe on a tiny slice (seconds): articles are held out whole, windows hold their
+answers at the stated offsets, labels point at the right tokens, and a short run's loss falls, checkpoints,
+resumes and exports a model the resolver can load."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+DATA = ROOT.parent / "shared" / "data" / "squad-train"
+sys.path.insert(0, str(ROOT / "training"))
+
+import reader_data  # noqa: E402
+import train_reader  # noqa: E402
+
+needs_data = pytest.mark.skipif(not (DATA / "train-v2.0-subset.json").exists(),
+                                reason="needs ../shared/data/squad-train (the training data)")
+
+
+def _q(context, answers, qid="q1", plausible=()):
+    return reader_data.Question(qid, "What colour is the lamp?", context, tuple(answers), tuple(plausible), "A", 0)
+
+
+def test_windows_hold_the_answer_at_its_offsets_and_negatives_do_not():
+    context = ("The shop opens at nine. The lamp is red and tall. It was made in 1990. "
+               "Deliveries come on Monday. The owner is Ada.")
+    start = context.index("red")
+    questions = [_q(context, [(start, "red")], qid=f"q{i}") for i in range(40)]
+    questions.append(_q(context, [], qid="noans", plausible=[(start, "red")]))
+    kinds = set()
+    stream = reader_data.examples(questions, seed=3, negatives=1.0)
+    for _ in range(200):
+        ex = next(stream)
+        kinds.add(ex.kind)
+        if ex.answer_start is None:
+            if ex.kind == "neg-window":
+                assert "red" not in ex.context
+        else:
+            assert ex.context[ex.answer_start : ex.answer_end] == "red"
+    assert {"window", "paragraph", "neg-window", "unanswerable"} <= kinds
+
+
+def test_answer_tokens_label_the_covering_tokens():
+    from components.core.models import resolve_model
+    import transformers
+
+    tok = transformers.AutoTokenizer.from_pretrained(resolve_model("sentence-transformers/all-MiniLM-L6-v2").path)
+    context = "The lamp was made in 1990 by Ada Lovelace."
+    enc = tok(["When was it made?"], [context], return_offsets_mapping=True)
+    offsets, seq = enc["offset_mapping"][0], enc.sequence_ids(0)
+    start = context.index("Ada Lovelace")
+    first, last = train_reader.answer_tokens(offsets, seq, start, start + len("Ada Lovelace"))
+    assert tok.decode(enc["input_ids"][0][first : last + 1]) == "ada lovelace"
+    assert train_reader.answer_tokens(offsets, seq, 0, len(context) + 5) is None  # not wholly inside
+
+
+@needs_data
+def test_split_holds_out_whole_articles_and_drops_their_squad1_copies():
+    v1 = reader_data.load_articles(DATA / "train-v1.1.json")
+    v2 = reader_data.load_articles(DATA / "train-v2.0-subset.json")
+    train, held, titles = reader_data.split_articles(v1, v2, heldout=4, seed=13)
+    assert len(titles) == 4 and all(t in v2 for t in titles)
+    assert not {q.article for q in train} & set(titles)
+    assert {q.article for q in held} == set(titles)
+    assert any(not q.answers for q in held) and any(not q.answers for q in train)  # both see unanswerables
+    assert len(held) >= 1000  # enough held-out questions to calibrate on
+    assert "Computational_complexity_theory" not in {q.article for q in train}  # never the development article
+
+
+@needs_data
+def test_a_tiny_run_lowers_its_loss_resumes_and_exports(tmp_path):
+    from components.core.models import load_hf_model
+
+    out, work = tmp_path / "model", tmp_path / "work"
+    common = ["--tiny", "12", "--eval-questions", "8", "--eval-every", "48", "--batch-size", "8", "--lr", "3e-4",
+              "--warmup", "0.1", "--out", str(out), "--work", str(work), "--no-progress", "--threads", "2"]
+    assert train_reader.main(["--examples", "96", *common]) == 0
+    info = json.loads((out / "training.json").read_text())
+    assert info["examples_seen"] >= 96 and info["loss_last_ema"] < info["loss_first_batch"], info
+    assert info["curve"] and {"examples", "f1", "HasAns_f1"} <= set(info["curve"][0])
+    assert (work / "checkpoint.pt").exists() and (out / "model.safetensors").exists()
+    assert train_reader.main(["--examples", "144", "--resume", *common]) == 0
+    assert json.loads((out / "training.json").read_text())["examples_seen"] >= 144
+    tokenizer, model = load_hf_model(str(out), "AutoModelForQuestionAnswering")
+    assert type(model).__name__ == "BertForQuestionAnswering" and str(model.dtype) == "torch.float32"

@@ -1,0 +1,186 @@
+"""Training data for the reader: SQuAD articles split by article, and (question, window) examples shaped like
+the windows the pipeline reads.
+
+The pipeline reads sentence windows (a hit's sentence ± a few sentences), then whole paragraphs, then passages
+(``pipelines/extractive.yaml``). So each answerable question is trained on one context drawn from those
+shapes around its answer, and — so that the reader learns to say "not in this window" with its null score at
+``[CLS]`` — on negatives: windows of its paragraph that do not hold the answer, paragraphs of the same article
+that do not, and SQuAD 2.0's unanswerable questions on the window around their plausible answer (the hard
+negative: text that looks like an answer and is not). Sentences come from the one splitter the pipeline uses
+(``components.core.text.sentence_spans``), so training windows and served windows are cut alike.
+
+Articles, never questions, are held out: ``split_articles`` keeps whole SQuAD 2.0 articles for calibration
+and model selection, and drops their SQuAD 1.1 copies from training (the SQuAD 2.0 training set contains the
+SQuAD 1.1 articles). The development article in ``../shared/data/squad2/`` is never read here.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from collections.abc import Iterator
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+
+
+@dataclass(frozen=True)
+class Question:
+    qid: str
+    question: str
+    context: str  # the paragraph
+    answers: tuple[tuple[int, str], ...]  # (char_start, text); empty for unanswerable
+    plausible: tuple[tuple[int, str], ...]  # SQuAD 2.0 plausible answers of an unanswerable question
+    article: str
+    paragraph: int  # index of the paragraph in its article
+
+
+@dataclass(frozen=True)
+class Example:
+    """One training pair: the model should point at ``context[answer_start:answer_end]``, or at ``[CLS]``
+    when ``answer_start`` is None."""
+
+    qid: str
+    question: str
+    context: str
+    answer_start: int | None
+    answer_end: int | None
+    kind: str  # window | paragraph | neg-window | neg-paragraph | unanswerable
+
+
+def load_articles(path: str | Path) -> dict[str, list[Question]]:
+    """``{title: [Question, ...]}`` of a SQuAD 1.1 or 2.0 JSON file, questions in file order."""
+    data = json.loads(Path(path).read_text(encoding="utf-8"))["data"]
+    out: dict[str, list[Question]] = {}
+    for article in data:
+        qs = out.setdefault(article["title"], [])
+        for p_index, para in enumerate(article["paragraphs"]):
+            ctx = para["context"]
+            for qa in para["qas"]:
+                answers = tuple((a["answer_start"], a["text"]) for a in qa.get("answers", []))
+                plausible = tuple((a["answer_start"], a["text"]) for a in qa.get("plausible_answers", []))
+                if qa.get("is_impossible"):
+                    answers = ()
+                qs.append(Question(qa["id"], qa["question"], ctx, answers, plausible, article["title"], p_index))
+    return out
+
+
+def split_articles(v1: dict[str, list[Question]], v2: dict[str, list[Question]], heldout: int, seed: int):
+    """``(train, heldout)`` question lists: ``heldout`` SQuAD 2.0 articles (chosen with ``seed``) are held out
+    whole; the other SQuAD 2.0 articles train in their 2.0 form (with unanswerable questions), and every
+    SQuAD 1.1 article that is not also a 2.0 article trains as it is."""
+    titles = sorted(v2)
+    rng = random.Random(seed)
+    # only some 2.0 articles have unanswerable questions: hold out one of them (calibration must see abstentions)
+    # and train on the rest of them (the reader must see real unanswerable questions)
+    with_noans = [t for t in titles if any(not q.answers for q in v2[t])]
+    others = [t for t in titles if t not in with_noans]
+    held = set(rng.sample(with_noans, 1) if len(with_noans) > 1 and heldout else [])
+    held |= set(rng.sample(others, min(max(0, heldout - len(held)), len(others))))
+    train = [q for t in titles if t not in held for q in v2[t]]
+    train += [q for t, qs in v1.items() if t not in v2 for q in qs]
+    held_qs = [q for t in titles if t in held for q in v2[t]]
+    return train, held_qs, sorted(held)
+
+
+@lru_cache(maxsize=20000)
+def sentences(paragraph: str) -> tuple[tuple[int, int], ...]:
+    """``(start, end)`` of each sentence of a paragraph, cut by the pipeline's own splitter."""
+    from components.core.text import sentence_spans
+
+    spans = tuple((s.start, s.end) for s in sentence_spans(paragraph))
+    return spans or ((0, len(paragraph)),)
+
+
+def _window(paragraph: str, first: int, last: int) -> tuple[str, int]:
+    """The text of sentences ``first..last`` and its offset in the paragraph."""
+    spans = sentences(paragraph)
+    start, end = spans[first][0], spans[last][1]
+    return paragraph[start:end], start
+
+
+def _sentence_of(spans, char: int) -> int:
+    for i, (s, e) in enumerate(spans):
+        if char < e:
+            return i
+    return len(spans) - 1
+
+
+def _answer_window(q: Question, answer: tuple[int, str], rng: random.Random) -> tuple[str, int]:
+    """A window of sentences around ``answer`` (± 0–3 sentences on each side), or the whole paragraph."""
+    spans = sentences(q.context)
+    a_start, text = answer
+    first, last = _sentence_of(spans, a_start), _sentence_of(spans, a_start + len(text) - 1)
+    if rng.random() < 0.4 or len(spans) == 1:
+        return q.context, 0
+    first = max(0, first - rng.randint(0, 3))
+    last = min(len(spans) - 1, last + rng.randint(0, 3))
+    return _window(q.context, first, last)
+
+
+def _negative_window(q: Question, rng: random.Random) -> tuple[str, int] | None:
+    """A window of ``q``'s paragraph that holds none of its answers, or None when every window does."""
+    spans = sentences(q.context)
+    covered = set()
+    for a_start, text in q.answers:
+        covered.update(range(_sentence_of(spans, a_start), _sentence_of(spans, a_start + len(text) - 1) + 1))
+    free = [i for i in range(len(spans)) if i not in covered]
+    if not free:
+        return None
+    i = rng.choice(free)
+    j = i
+    while j + 1 < len(spans) and j + 1 not in covered and j - i < rng.randint(0, 3):
+        j += 1
+    return _window(q.context, i, j)
+
+
+def examples(questions: list[Question], seed: int, negatives: float = 0.3) -> Iterator[Example]:
+    """An endless, seeded stream of examples: the questions shuffled each pass; each answerable question gives
+    one answer window and, with probability ``negatives``, one negative (a window of its paragraph without
+    the answer, or another paragraph of its article); each unanswerable one gives the window around a
+    plausible answer (or its paragraph) labelled no-answer."""
+    rng = random.Random(seed)
+    by_article: dict[str, list[str]] = {}
+    for q in questions:
+        paras = by_article.setdefault(q.article, [])
+        if not paras or paras[-1] != q.context:
+            paras.append(q.context)
+    order = list(range(len(questions)))
+    while True:
+        rng.shuffle(order)
+        for i in order:
+            q = questions[i]
+            if not q.answers:
+                anchor = q.plausible[0] if q.plausible else None
+                text, _ = _answer_window(q, anchor, rng) if anchor else (q.context, 0)
+                yield Example(q.qid, q.question, text, None, None, "unanswerable")
+                continue
+            answer = rng.choice(q.answers)
+            text, offset = _answer_window(q, answer, rng)
+            start = answer[0] - offset
+            if text[start : start + len(answer[1])] != answer[1]:  # an offset SQuAD got wrong: skip, never guess
+                continue
+            yield Example(q.qid, q.question, text, start, start + len(answer[1]),
+                          "paragraph" if offset == 0 and text == q.context else "window")
+            if rng.random() < negatives:
+                neg = _negative_window(q, rng) if rng.random() < 0.5 else None
+                if neg is not None:
+                    yield Example(q.qid, q.question, neg[0], None, None, "neg-window")
+                else:
+                    others = [p for p in by_article[q.article] if p != q.context]
+                    if others:
+                        yield Example(q.qid, q.question, rng.choice(others), None, None, "neg-paragraph")
+
+
+def to_squad(questions: list[Question]) -> dict:
+    """Questions back in the official SQuAD 2.0 JSON layout (articles → paragraphs → qas), order kept."""
+    articles: dict[str, dict[int, dict]] = {}
+    for q in questions:
+        para = articles.setdefault(q.article, {}).setdefault(q.paragraph, {"context": q.context, "qas": []})
+        qa = {"id": q.qid, "question": q.question, "is_impossible": not q.answers,
+              "answers": [{"text": t, "answer_start": s} for s, t in q.answers]}
+        if q.plausible:
+            qa["plausible_answers"] = [{"text": t, "answer_start": s} for s, t in q.plausible]
+        para["qas"].append(qa)
+    return {"version": "v2.0", "data": [{"title": t, "paragraphs": [p for _, p in sorted(ps.items())]}
+                                        for t, ps in articles.items()]}
