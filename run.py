@@ -79,7 +79,7 @@ def main(argv=None) -> int:
 
 
 def _check_cli_values(args) -> None:
-    from components.core.filters import parse_filters
+    from components.core.retrieval.filters import parse_filters
     from components.core.params import check_positive_int
 
     check_positive_int("run.py", "--top-k", args.top_k, optional=True)
@@ -97,7 +97,7 @@ def _check_calibration_stack(runner, err) -> None:
         return
     from rich.markup import escape
 
-    from components.app.confidence_eval import reader_kind
+    from components.app.runner import reader_kind
 
     calibrator = runner.pipeline.get_component(runner.verifier).calibrator(reader_kind(runner))
     fitted = (calibrator.fitted_on or {}).get("served_by") if calibrator is not None else None
@@ -125,7 +125,9 @@ def _validate(args, out) -> int:
 def _main(args, err) -> int:
     from rich.console import Console
 
-    from components.app import evaluate, render
+    from components.evaluation import evaluate
+
+    from components.app import render
     from components.app.pipeline_io import load_pipeline
     from components.app.runner import QueryRunner, public
     from components.core.errors import SpanQAError
@@ -153,7 +155,7 @@ def _main(args, err) -> int:
     if args.calibrate and runner.verifier:  # fitting a new combiner: a missing file is what is being made
         from pathlib import Path
 
-        from components.core.confidence import project_path
+        from components.core.verification.confidence import project_path
 
         verifier = pipeline.get_component(runner.verifier)
         if verifier.calibration and not Path(project_path(verifier.calibration)).exists():
@@ -197,7 +199,9 @@ def _main(args, err) -> int:
 def _evaluate(args, kind, runner, out, err) -> int:
     from pathlib import Path
 
-    from components.app import evaluate, render
+    from components.evaluation import evaluate
+
+    from components.app import render
     from components.core.errors import SpanQAError
 
     progress = not args.json or sys.stderr.isatty()
@@ -211,14 +215,14 @@ def _evaluate(args, kind, runner, out, err) -> int:
     else:
         summary, rows = evaluate.evaluate_squad(runner, Path(args.eval), progress=progress, limit=args.limit)
         if args.calibrate:
-            from components.app.confidence_eval import calibrate_confidence
+            from components.evaluation.confidence_eval import calibrate_confidence
 
             summary["calibration"] = evaluate.calibrate(rows, runner)
             summary["confidence_calibration"] = calibrate_confidence(rows, runner, args.eval, args.target_precision,
                                                                      args.calibration_out)
     summary.update(dataset=args.eval, pipeline=args.pipeline, models=runner.models())
     if args.report:
-        from components.core.report import write_report
+        from components.evaluation.report import write_report
 
         paths = write_report(args.report, summary, [{k: v for k, v in r.items() if not k.startswith("_")} for r in rows])
         err.print(f"[dim]report: {', '.join(str(p) for p in paths.values())}[/dim]")

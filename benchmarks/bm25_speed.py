@@ -8,8 +8,8 @@ import json
 import numpy as np
 from _common import CISI, best_of, require_cisi
 
-from components.core.analysis import Analyzer
-from components.core.bm25 import BM25Okapi, InvertedIndex, top_k
+from components.core.text.analysis import Analyzer
+from components.core.retrieval.bm25 import BM25Okapi, InvertedIndex, top_k
 
 
 def main() -> None:

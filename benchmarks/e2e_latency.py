@@ -99,7 +99,7 @@ def int8_noise(ce_dir: str, questions: list[str], texts: list[str]) -> tuple[flo
 
     import numpy as np
 
-    from components.core.models import load_cross_encoder
+    from components.core.backends.models import load_cross_encoder
 
     fp32, int8 = load_cross_encoder(ce_dir, "cpu"), load_cross_encoder(ce_dir, "cpu", None, "int8")
     rng, gaps, moves = random.Random(0), [], []
@@ -124,7 +124,7 @@ def main() -> int:
     args = ap.parse_args()
     import torch
 
-    from components.core.loaders import iter_squad
+    from components.core.retrieval.loaders import iter_squad
     from tests.standins import build_cross_encoder, build_full_size_qa_model, minilm_dir
 
     data = json.loads(SQUAD.read_text())

@@ -24,9 +24,9 @@ import time
 
 from _common import CISI, require_cisi
 
-from components.core.index import IndexSettings, index_text, split_document
-from components.core.loaders import load_corpus
-from components.core.models import load_sentence_transformer, resolve_model
+from components.core.retrieval.index import IndexSettings, index_text, split_document
+from components.core.retrieval.loaders import load_corpus
+from components.core.backends.models import load_sentence_transformer, resolve_model
 from components.stores import span_store
 from components.stores.base import Selection
 from components.stores.span_store import SpanStore
@@ -102,8 +102,8 @@ def main() -> None:
 
 def _agreement(data, fp32, int8) -> None:
     """Dense top-5 agreement and nDCG@10 of the int8 embedder against fp32 over the CISI queries."""
-    from components.app.evaluate import load_beir_queries
-    from components.core.metrics import ndcg_at_k
+    from components.evaluation.evaluate import load_beir_queries
+    from components.evaluation.metrics import ndcg_at_k
 
     queries, qrels = load_beir_queries(CISI)
     judged = [q for q in queries if q in qrels]

@@ -73,7 +73,7 @@ def main() -> None:
     if args.threads:
         torch.set_num_threads(args.threads)
 
-    from components.core.models import load_cross_encoder
+    from components.core.backends.models import load_cross_encoder
     from components.rankers import CrossEncoderRanker
     from components.rankers.cross_encoder_ranker import passage_text
 

@@ -38,7 +38,7 @@ os.environ.setdefault("HAYSTACK_TELEMETRY_ENABLED", "false")
 
 def load_pairs(n: int) -> list[tuple[str, str]]:
     """``n`` (question, window text) pairs: the ~1000-char chunk of the answer's article holding an answer."""
-    from components.core.text import chunk_units, split_blocks, split_units
+    from components.core.text.splitting import chunk_units, split_blocks, split_units
 
     pairs = []
     for line in (ROOT / "data" / "questions.jsonl").read_text().splitlines():

@@ -107,7 +107,7 @@ def kill(trials: int) -> None:
 
 
 def split(sizes_mb: list[int]) -> None:
-    from components.core.text import split_blocks, split_units
+    from components.core.text.splitting import split_blocks, split_units
 
     words = ("the hub pairs with the bridge and the light strip within thirty seconds when the button is held "
              "Dr. Smith said so on p. 4 of the guide").split()

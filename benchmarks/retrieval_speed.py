@@ -89,7 +89,7 @@ def stock(store, model_path: str):
 
 
 def one_size(n: int, questions: list[str], passes: int, model_path: str) -> dict:
-    from components.core.models import load_sentence_transformer
+    from components.core.backends.models import load_sentence_transformer
 
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
@@ -136,7 +136,7 @@ def main() -> int:
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
     require_cisi()
-    from components.core.models import resolve_model
+    from components.core.backends.models import resolve_model
 
     model_path = resolve_model("sentence-transformers/all-MiniLM-L6-v2").path
     with tempfile.TemporaryDirectory() as tmp:

@@ -26,7 +26,7 @@ import sys
 
 from _common import ROOT
 
-from components.core.calibration import split_ids
+from components.evaluation.calibration import split_ids
 
 TARGET = 0.80
 SQUAD = ROOT.parent / "shared" / "data" / "squad2" / "dev-computational-complexity.json"
@@ -60,7 +60,7 @@ def report(name: str, rows: list[dict]) -> None:
 
 def trust(name: str, rows: list[dict]) -> None:
     """Issue 8's numbers for all questions and for each half (confidence of the SUPPORTED answers)."""
-    from components.core import metrics, selective
+    from components.evaluation import metrics, selective
 
     choose, held = (set(half) for half in split_ids([r["id"] for r in rows], seed=0))
     print(f"\n{name}: answers you can trust (answered = SUPPORTED at or above the confidence bar)")

@@ -3,7 +3,7 @@
 Nothing can be downloaded here, so tests that need "a model" build one: a real transformers class from a
 config with random but seeded weights, saved with ``save_pretrained`` into a directory together with a real
 fast tokenizer (the BERT WordPiece vocabulary of the packaged all-MiniLM-L6-v2). Such a directory loads
-through ``components.core.models`` exactly like a downloaded checkpoint, and two components loading it
+through ``components.core.backends.models`` exactly like a downloaded checkpoint, and two components loading it
 see the same weights, which is what equivalence tests with a peer component need.
 
 Public helpers (import them as ``from tests.standins import ...``):

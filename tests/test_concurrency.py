@@ -10,7 +10,7 @@ import pytest
 
 from components.app.pipeline_io import load_pipeline
 from components.app.runner import QueryRunner
-from components.core.text import sentence_spans
+from components.core.text.splitting import sentence_spans
 
 ROOT = Path(__file__).resolve().parent
 QUESTIONS = [json.loads(line)["question"] for line in (ROOT.parent / "data/questions.jsonl").read_text().splitlines() if line]

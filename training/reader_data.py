@@ -7,7 +7,7 @@ shapes around its answer, and — so that the reader learns to say "not in this 
 ``[CLS]`` — on negatives: windows of its paragraph that do not hold the answer, paragraphs of the same article
 that do not, and SQuAD 2.0's unanswerable questions on the window around their plausible answer (the hard
 negative: text that looks like an answer and is not). Sentences come from the one splitter the pipeline uses
-(``components.core.text.sentence_spans``), so training windows and served windows are cut alike.
+(``components.core.text.splitting.sentence_spans``), so training windows and served windows are cut alike.
 
 Articles, never questions, are held out: ``split_articles`` keeps whole SQuAD 2.0 articles for calibration
 and model selection, and drops their SQuAD 1.1 copies from training (the SQuAD 2.0 training set contains the
@@ -86,7 +86,7 @@ def split_articles(v1: dict[str, list[Question]], v2: dict[str, list[Question]],
 @lru_cache(maxsize=20000)
 def sentences(paragraph: str) -> tuple[tuple[int, int], ...]:
     """``(start, end)`` of each sentence of a paragraph, cut by the pipeline's own splitter."""
-    from components.core.text import sentence_spans
+    from components.core.text.splitting import sentence_spans
 
     spans = tuple((s.start, s.end) for s in sentence_spans(paragraph))
     return spans or ((0, len(paragraph)),)

@@ -12,7 +12,7 @@ questions of the held-out training articles (paragraph contexts, SQuAD 2.0 rules
 learning curve, written to ``<work>/curve.jsonl`` and to the exported ``training.json`` — and a checkpoint
 (model, optimiser, schedule, stream position) is written to ``<work>/checkpoint.pt``. At the end the model is
 exported in fp16 safetensors with its tokenizer to ``--out`` (a transformers ``BertForQuestionAnswering``
-directory that ``components.core.models`` resolves like any hub model). Never reads the development article.
+directory that ``components.core.backends.models`` resolves like any hub model). Never reads the development article.
 """
 
 from __future__ import annotations
@@ -121,7 +121,7 @@ def collate(features, pad_id: int):
 def evaluate(model, tokenizer, questions, max_len: int) -> dict:
     """SQuAD 2.0 EM/F1 of the model on ``questions`` with their paragraphs as contexts, decoded by the pipeline's
     own decoder (no answer when the best span's logit does not beat the null logit)."""
-    from components.core.metrics import squad_summary
+    from components.evaluation.metrics import squad_summary
     from components.readers.qa_decoder import QADecoder
 
     model.eval()
@@ -159,7 +159,7 @@ def main(argv=None) -> int:
     import transformers
     from tqdm import tqdm
 
-    from components.core.models import resolve_model, torch_device
+    from components.core.backends.models import resolve_model, torch_device
 
     transformers.logging.set_verbosity_error()
     if args.threads:

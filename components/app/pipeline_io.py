@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import contextlib
 import copy
-import logging
 import os
 import re
 from pathlib import Path
@@ -15,6 +13,7 @@ import yaml
 from components.app.validate import validate_spec
 from components.core import safe_yaml
 from components.core.errors import SpanQAError
+from components.core.logs import quiet_logger
 
 ALLOWED_MODULES = ["components"]
 MAX_PIPELINE_BYTES = 1_000_000  # a pipeline is a page of YAML; anything larger is a mistake or an attack
@@ -112,24 +111,13 @@ def load_pipeline(path: str | Path, data: str | None = None, cache_dir: str | No
     check_write_paths(path, prepare_spec(raw, data, None))  # a --cache-dir given by the user may point anywhere
     spec = prepare_spec(raw, data, cache_dir)
     try:
-        with _quiet("haystack.utils.type_serialization"):  # it logs a traceback before raising: we explain instead
+        with quiet_logger("haystack.utils.type_serialization"):  # it logs a traceback before raising: we explain instead
             pipeline = Pipeline.from_dict(spec, allowed_modules=ALLOWED_MODULES)
     except SpanQAError as exc:
         raise SpanQAError(f"Pipeline file '{path}': {exc}") from None
     except (DeserializationError, PipelineError, TypeError, ValueError, KeyError, AttributeError) as exc:
         raise SpanQAError(f"Pipeline file '{path}' could not be built: {explain(exc)}") from None
     return pipeline, spec
-
-
-@contextlib.contextmanager
-def _quiet(name: str):
-    log = logging.getLogger(name)
-    level = log.level
-    log.setLevel(logging.CRITICAL)
-    try:
-        yield
-    finally:
-        log.setLevel(level)
 
 
 _DESERIALIZE = re.compile(r"Couldn't deserialize component '([^']+)' of class '([^']+)'")

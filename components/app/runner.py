@@ -157,8 +157,6 @@ class QueryRunner:
         """The min_confidence in force for this pipeline's answers (None: no bar)."""
         if not self.verifier or not self.readers:
             return None
-        from components.app.confidence_eval import reader_kind
-
         return self.pipeline.get_component(self.verifier).confidence_bar(reader_kind(self))
 
     def store(self):
@@ -360,6 +358,15 @@ class QueryRunner:
                 os.write(fd, line)
             finally:
                 os.close(fd)
+
+
+def reader_kind(runner: QueryRunner) -> str:
+    """``generative`` when the pipeline's reader is a GenerativeReader, else ``extractive`` (the calibration file
+    keeps one confidence combiner per kind)."""
+    from components.readers.generative_reader import GenerativeReader
+
+    readers = [runner.pipeline.get_component(r) for r in runner.readers]
+    return "generative" if any(isinstance(r, GenerativeReader) for r in readers) else "extractive"
 
 
 def public(result: dict[str, Any]) -> dict[str, Any]:

@@ -255,7 +255,7 @@ def resolve_models(pipeline) -> dict[str, str]:
 
     A model that cannot be found is an error unless the component names an offline fallback, which is then
     reported as ``fallback:<name>``, exactly as a run would announce it."""
-    from components.core.models import ModelUnavailableError, resolve_model
+    from components.core.backends.models import ModelUnavailableError, resolve_model
 
     served: dict[str, str] = {}
     for name, comp in pipeline.walk():
@@ -276,4 +276,7 @@ def resolve_models(pipeline) -> dict[str, str]:
             if not fallback:
                 raise
             served[name] = f"fallback:{fallback} (model {model} not found)"
+            substitute = getattr(comp, "fallback_model", None) if fallback == "trained" else None
+            if substitute:  # a fallback that is itself a model: it must resolve too
+                served[name] += ": " + resolve_model(substitute, component=f"{name} fallback").describe(precision)
     return served

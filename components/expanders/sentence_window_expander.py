@@ -8,7 +8,7 @@ from typing import Any
 from haystack import Document, component, default_from_dict, default_to_dict
 
 from components.core.errors import SpanQAError
-from components.core.windows import grow, merge
+from components.core.text.windows import grow, merge
 from components.stores.base import SpanIndexStore
 
 LEVELS = ("window", "paragraph", "passage")

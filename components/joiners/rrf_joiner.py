@@ -7,7 +7,7 @@ from typing import Any
 from haystack import Document, component, default_from_dict, default_to_dict
 
 from components.core.errors import SpanQAError
-from components.core.fusion import reciprocal_rank_fusion
+from components.core.retrieval.fusion import reciprocal_rank_fusion
 
 
 @component

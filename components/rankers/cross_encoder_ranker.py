@@ -7,7 +7,7 @@ import numpy as np
 from haystack import Document, component, default_from_dict, default_to_dict, logging
 from haystack.dataclasses import ExtractedAnswer
 
-from components.core.models import (
+from components.core.backends.models import (
     PRECISIONS,
     fallback_label,
     load_cross_encoder,

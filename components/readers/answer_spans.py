@@ -1,7 +1,7 @@
 """Haystack answers from decoded spans: offsets in the original document, the sentences that are their evidence,
 and the units of a window that address the reader (never an answer).
 
-Used by ``ExtractiveReader`` (``extractive_reader.py``); the offsets all come from ``components.core.text``.
+Used by ``ExtractiveReader`` (``extractive_reader.py``); the offsets all come from ``components.core.text.splitting``.
 
     answer = span_answer("When was it finished?", span, window)   # an ExtractedAnswer with meta["evidence"]
 """
@@ -14,9 +14,9 @@ from typing import Any
 from haystack import Document
 from haystack.dataclasses import ExtractedAnswer
 
-from components.core.injection import is_directive
-from components.core.span_decoding import SpanCandidate
-from components.core.text import Span, split_blocks, split_units
+from components.core.text.injection import is_directive
+from components.core.reading.span_decoding import SpanCandidate
+from components.core.text.splitting import Span, split_blocks, split_units
 
 
 def span_meta(doc: Document, start: int, end: int, evidence: list[tuple[int, int]]) -> dict[str, Any]:
@@ -39,7 +39,7 @@ def text_units(text: str) -> tuple[tuple[int, int], ...]:
 
 @lru_cache(maxsize=512)
 def directive_units(text: str) -> tuple[tuple[int, int], ...]:
-    """The units of ``text`` that address the reader (``components.core.injection``); memoised per text."""
+    """The units of ``text`` that address the reader (``components.core.text.injection``); memoised per text."""
     return tuple((s, e) for s, e in text_units(text) if is_directive(text[s:e]))
 
 

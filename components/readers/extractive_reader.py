@@ -10,11 +10,11 @@ import numpy as np
 from haystack import Document, component, default_from_dict, default_to_dict, logging
 from haystack.dataclasses import ExtractedAnswer
 
-from components.core import sentence_reader, short_answer
-from components.core.analysis import Analyzer
+from components.core.reading import sentence_reader, short_answer
+from components.core.text.analysis import Analyzer
 from components.core.errors import SpanQAError
 from components.core.memo import MISSING, Memo
-from components.core.models import (
+from components.core.backends.models import (
     PRECISIONS,
     fallback_label,
     load_hf_model,
@@ -23,14 +23,15 @@ from components.core.models import (
     resolve_or_fallback,
     torch_device,
 )
-from components.core.span_decoding import cls_no_answer, complement_no_answer, dedup_by_overlap
-from components.core.text import TABLE
+from components.core.reading.span_decoding import cls_no_answer, complement_no_answer, dedup_by_overlap
+from components.core.text.splitting import TABLE
 from components.readers.answer_spans import in_directive, no_answer_answer, span_answer, span_meta, table_header
 from components.readers.qa_decoder import QADecoder
 
 logger = logging.getLogger(__name__)
 
-FALLBACKS = ("sentence",)
+FALLBACKS = ("trained", "sentence")
+TRAINED_READER = "spanqa/reader-minilm-l6-squad2"  # models/spanqa-reader-minilm-l6, trained by training/train_reader.py
 NO_ANSWER_SCORES = ("cls", "complement")
 
 
@@ -49,7 +50,7 @@ class ExtractiveReader:
     transformers-haystack's ``TransformersExtractiveReader``, so scores of different windows compare.
     The best ``answers_per_seq`` spans of every sequence are pooled, sorted, de-duplicated by character
     overlap within a document (``overlap_threshold``) and cut to ``top_k``. The pure decoding lives in
-    ``components.core.span_decoding``.
+    ``components.core.reading.span_decoding``.
 
     Each answer is an ``ExtractedAnswer`` with ``data`` the verbatim text, ``document`` the window and
     ``document_offset`` the span in the window's content; ``meta`` carries ``doc_id``, ``char_start`` and
@@ -72,7 +73,7 @@ class ExtractiveReader:
     ``answer_page_number``; no documents at all gives just the abstention (score 1.0) instead of ``[]``.
 
     **Offline fallback.** With ``fallback="sentence"``, a QA model that cannot be resolved is replaced by
-    the sentence strategy of ``components.core.sentence_reader`` on ``fallback_embedding_model``
+    the sentence strategy of ``components.core.reading.sentence_reader`` on ``fallback_embedding_model``
     embeddings: in each window, the unit (sentence, table row, code part) most similar to the question
     and covering its key terms, plus one unit of lead-in, verbatim. ``served_by`` says so and a warning is
     logged. Without a fallback ``warm_up()`` raises ``ModelUnavailableError``.
@@ -128,6 +129,7 @@ class ExtractiveReader:
         no_answer_score: str = "cls",
         score_threshold: float | None = None,
         fallback: str | None = None,
+        fallback_model: str = TRAINED_READER,
         fallback_embedding_model: str = "sentence-transformers/all-MiniLM-L6-v2",
         short_answers: str | None = None,
         precision: str = "fp32",
@@ -150,7 +152,10 @@ class ExtractiveReader:
         :param no_answer: Add the no-answer answer.
         :param no_answer_score: ``"cls"`` (SQuAD 2.0 null span) or ``"complement"`` (``prod(1 - score)``).
         :param score_threshold: Drop answers (including the no-answer) scoring below this.
-        :param fallback: ``None`` (raise when the model is missing) or ``"sentence"``.
+        :param fallback: ``None`` (raise when the model is missing), ``"trained"`` (the QA model ``fallback_model``:
+            by default spanqa's own reader, trained from all-MiniLM-L6-v2 on SQuAD and shipped in ``models/``) or
+            ``"sentence"`` (the sentence strategy, no QA model at all).
+        :param fallback_model: Model id of the ``"trained"`` fallback, resolved like ``model``.
         :param fallback_embedding_model: Sentence-transformers model of the ``"sentence"`` fallback.
         :param short_answers: spaCy pipeline (e.g. ``en_core_web_sm``) with which the ``"sentence"`` fallback
             narrows its answer to the typed value a question asks for (a number with its unit, a date, a
@@ -183,6 +188,7 @@ class ExtractiveReader:
         self.no_answer_score = no_answer_score
         self.score_threshold = score_threshold
         self.fallback = fallback
+        self.fallback_model = str(fallback_model)
         self.fallback_embedding_model = str(fallback_embedding_model)
         self.short_answers = short_answers
         if precision not in PRECISIONS:
@@ -208,10 +214,9 @@ class ExtractiveReader:
         if self._qa_model is not None or self._embedder is not None:
             return
         device = torch_device(self.device)
-        resolved, fallback = resolve_or_fallback(
-            self.model, self.fallback, self.fallback_embedding_model, type(self).__name__
-        )
-        if fallback is not None:
+        substitute = self.fallback_model if self.fallback == "trained" else self.fallback_embedding_model
+        resolved, fallback = resolve_or_fallback(self.model, self.fallback, substitute, type(self).__name__)
+        if fallback == "sentence":
             served = fallback_label(fallback, self.model)
             if self.short_answers:
                 self._nlp, spacy_served = load_spacy(self.short_answers, "ExtractiveReader.short_answers")
@@ -238,6 +243,10 @@ class ExtractiveReader:
                                   max_answer_length=self.max_answer_length,
                                   calibration_factor=self.calibration_factor)
         self.served_by = resolved.describe(self.precision)
+        if fallback == "trained":
+            self.served_by = f"{fallback_label(fallback, self.model)}: {self.served_by}"
+            logger.warning("ExtractiveReader: QA model {model} is unavailable; reading with the trained fallback "
+                           "{fallback} instead.", model=self.model, fallback=resolved.describe(self.precision))
 
     def to_dict(self) -> dict[str, Any]:
         """Serialise the init parameters."""
@@ -257,6 +266,7 @@ class ExtractiveReader:
             no_answer_score=self.no_answer_score,
             score_threshold=self.score_threshold,
             fallback=self.fallback,
+            fallback_model=self.fallback_model,
             fallback_embedding_model=self.fallback_embedding_model,
             short_answers=self.short_answers,
             precision=self.precision,

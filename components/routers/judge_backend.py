@@ -12,8 +12,8 @@ from typing import Any
 from haystack import logging
 
 from components.core.errors import SpanQAError
-from components.core.judgements import Judgement, judge_messages, nli_label_index, parse_judge_reply
-from components.core.models import ModelUnavailableError, load_hf_model, resolve_model, torch_device
+from components.core.verification.judgements import Judgement, judge_messages, nli_label_index, parse_judge_reply
+from components.core.backends.models import ModelUnavailableError, load_hf_model, resolve_model, torch_device
 
 logger = logging.getLogger(__name__)
 
@@ -65,7 +65,7 @@ class JudgeBackend:
             self.served_by = resolved.describe()
             self.active = "nli"
             return
-        from components.core.generation import make_generator  # the llm backend only
+        from components.core.backends.generation import make_generator  # the llm backend only
 
         params = {k: v for k, v in self.generator.items() if k != "backend"}
         params.setdefault("component", self.component)

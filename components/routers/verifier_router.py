@@ -6,8 +6,8 @@ from typing import Any
 from haystack import Document, component, default_from_dict, default_to_dict, logging
 from haystack.dataclasses import ExtractedAnswer, GeneratedAnswer
 
-from components.core.analysis import Analyzer
-from components.core.answers import (
+from components.core.text.analysis import Analyzer
+from components.core.verification.answers import (
     answer_score,
     best_answer,
     document_piece,
@@ -16,12 +16,12 @@ from components.core.answers import (
     ranked_answers,
     reader_prefers_no_answer,
 )
-from components.core.confidence import CalibrationFile, Calibrator, answer_kind, project_path, verified_signals
+from components.core.verification.confidence import CalibrationFile, Calibrator, answer_kind, project_path, verified_signals
 from components.core.errors import SpanQAError
-from components.core.injection import directive_reason
-from components.core.judgements import DEFAULT_HYPOTHESIS, Judgement, lexical_judgement, nli_judgement
+from components.core.text.injection import directive_reason
+from components.core.verification.judgements import DEFAULT_HYPOTHESIS, Judgement, lexical_judgement, nli_judgement
 from components.core.params import check_fraction
-from components.core.verification import (
+from components.core.verification.checks import (
     LEVELS,
     NOT_FOUND,
     SUPPORTED,
@@ -73,7 +73,7 @@ class VerifierRouter:
 
     **Evidence.** The read documents are merged per source document into the visible text; the answer
     is found at its ``meta`` offsets (``doc_id``, ``char_start``, ``char_end``) or else by a
-    case-insensitive search; its *evidence* is the sentence(s) (``components.core.text`` units) holding it
+    case-insensitive search; its *evidence* is the sentence(s) (``components.core.text.splitting`` units) holding it
     and its *lead-in* up to ``lead_in_units`` visible sentences before them in the same paragraph (or a
     heading line right above it; never the previous paragraph, which may be about something else). A
     ``GeneratedAnswer`` is looked up inside its cited spans (``meta["evidence"]``, else its ``documents``):
@@ -81,7 +81,7 @@ class VerifierRouter:
 
     **Backends.**
 
-    - ``lexical`` (offline, default): the rules of ``components.core.judgements.lexical_judgement`` —
+    - ``lexical`` (offline, default): the rules of ``components.core.verification.judgements.lexical_judgement`` —
       answer located; key terms of the question (named entities, numbers, identifiers) in the evidence,
       lead-in or document title → SUPPORTED; some only elsewhere in the read documents, or fewer than
       ``min_term_coverage`` of the question's content terms nearby → PARTIAL; answer not in the read text,
@@ -93,7 +93,7 @@ class VerifierRouter:
       from the model config's ``id2label``. P(entailment) ≥ ``entail_threshold`` → SUPPORTED, else
       P(contradiction) ≥ ``contradiction_threshold`` → UNSUPPORTED, else PARTIAL. An answer that is not in
       the read text is UNSUPPORTED without asking the model.
-    - ``llm``: a generator from ``components.core.generation.make_generator`` (``generator`` holds its
+    - ``llm``: a generator from ``components.core.backends.generation.make_generator`` (``generator`` holds its
       ``backend`` plus parameters) is asked "Return SUPPORTED, PARTIAL or UNSUPPORTED, then one short
       reason" about the same premise; the first verdict word of the reply counts, an unparseable reply is
       UNSUPPORTED (reason ``unparseable_judge_reply``).
@@ -187,7 +187,7 @@ class VerifierRouter:
             ``make_generator`` (e.g. ``model``, ``base_url``, ``api_key_env``).
         :param max_new_tokens: Token budget of the LLM judge's reply.
         :param fallback: ``None`` (raise when the model is unavailable) or ``"lexical"``.
-        :param calibration: JSON file of the fitted confidence combiner (``components.core.confidence``), made by
+        :param calibration: JSON file of the fitted confidence combiner (``components.core.verification.confidence``), made by
             ``run.py … --eval … --calibrate``; a relative path is looked up from the working directory, then
             from the project root. ``None``: answers carry no confidence.
         :param min_confidence: Below this confidence a SUPPORTED answer becomes NOT_FOUND ``low_confidence``
@@ -259,7 +259,7 @@ class VerifierRouter:
     # ------------------------------------------------------------------------------------- judging
 
     def locate(self, answer: Any, visibles: list[Visible]) -> Evidence | None:
-        """Where ``answer`` stands in the read text (``components.core.answers.locate_answer``)."""
+        """Where ``answer`` stands in the read text (``components.core.verification.answers.locate_answer``)."""
         return locate_answer(answer, visibles, self.analyzer, self.lead_in_units)
 
     def nli_probabilities(self, premise: str, hypothesis: str) -> dict[str, float]:
@@ -426,7 +426,7 @@ class VerifierRouter:
 
     def signals(self, query: str, best: Any, answers: list[Any], documents: list[Document], evidence: Evidence | None,
                 level: str) -> dict[str, float]:
-        """The confidence signals of a verified answer (``components.core.confidence.verified_signals``)."""
+        """The confidence signals of a verified answer (``components.core.verification.confidence.verified_signals``)."""
         others = [answer_score(a) for a in answers if a is not best and not is_abstention(a)]
         no_answer = max((answer_score(a) for a in answers if is_abstention(a)), default=0.0)
         return verified_signals(query, best, answer_score(best), others, no_answer, documents, evidence, level,

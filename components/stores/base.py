@@ -21,11 +21,11 @@ from typing import Any
 import numpy as np
 from haystack import Document
 
-from components.core.analysis import Analyzer
-from components.core.index import IndexSettings
-from components.core.loaders import LoadLimits, LoadReport, SourceDocument
+from components.core.text.analysis import Analyzer
+from components.core.retrieval.index import IndexSettings
+from components.core.retrieval.loaders import LoadLimits, LoadReport, SourceDocument
 from components.core.memo import MISSING, Memo
-from components.core.models import load_sentence_transformer, resolve_model, torch_device
+from components.core.backends.models import load_sentence_transformer, resolve_model, torch_device
 
 
 @dataclass(frozen=True)
@@ -123,7 +123,7 @@ class SpanIndexStore:
                      stopwords: str | list[str] | None, embed_title: bool, batch_size: int, device: str | None,
                      progress: bool, max_document_bytes: int, max_front_matter_bytes: int,
                      follow_links_outside: bool, embedding_precision: str = "fp32") -> None:
-        from components.core.models import PRECISIONS
+        from components.core.backends.models import PRECISIONS
         from components.core.params import check_choice, check_fraction, check_positive_int
 
         name = type(self).__name__
@@ -193,7 +193,7 @@ class SpanIndexStore:
                       rrf_k: float = 60, weights: dict[str, float] | None = None):
         """Both lists and their RRF fusion: ``(bm25 hits, dense hits, [(chunk id, rrf, ranks)] best first)``.
         This default runs the two searches and fuses in Python; a store may do all of it in one round trip."""
-        from components.core.fusion import reciprocal_rank_fusion
+        from components.core.retrieval.fusion import reciprocal_rank_fusion
 
         bm25 = self.bm25_search(tokens, k, selection, params)
         dense = self.dense_search(query, k, selection)

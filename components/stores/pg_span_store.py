@@ -14,8 +14,8 @@ from haystack.document_stores.types import DuplicatePolicy
 from haystack.utils import Secret, deserialize_secrets_inplace
 
 from components.core.errors import SpanQAError
-from components.core.filters import check_filters
-from components.core.loaders import LoadLimits, SourceDocument, check_unique_ids, load_corpus
+from components.core.retrieval.filters import check_filters
+from components.core.retrieval.loaders import LoadLimits, SourceDocument, check_unique_ids, load_corpus
 from components.core.memo import MISSING, Memo
 from components.core.params import check_choice, check_positive_int
 from components.stores import pg_bm25, pg_schema, pg_server, pg_sync, pg_vectors

@@ -2,7 +2,7 @@
 
 ``sync`` compares each document's content hash with the database: unchanged documents are not touched,
 changed ones have all their rows replaced, documents whose file is gone are deleted. Documents are split
-with the one splitter (``components.core.index.split_document``), embedded in groups, and each group is
+with the one splitter (``components.core.retrieval.index.split_document``), embedded in groups, and each group is
 written in **one transaction** (chunks, postings, document frequencies, offsets, version) — so a reader sees
 the old or the new document, never half, and a run killed with SIGKILL leaves whole groups only: the next
 run finds the rest still missing or changed and completes it. An advisory lock lets one indexer at a time
@@ -19,9 +19,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from components.core.analysis import Analyzer
-from components.core.index import IndexSettings, index_text, split_document
-from components.core.loaders import SourceDocument
+from components.core.text.analysis import Analyzer
+from components.core.retrieval.index import IndexSettings, index_text, split_document
+from components.core.retrieval.loaders import SourceDocument
 from components.stores.base import chunk_meta
 from components.stores.pg_schema import Tables, q
 

@@ -56,6 +56,6 @@ def build_indexes(make_store: Callable, n_chunks: int, dimension: int, strategy:
 
 def quiet():
     """pgvector-haystack warns "index already exists" on every connect: not news for us."""
-    from components.app.pipeline_io import _quiet
+    from components.core.logs import quiet_logger
 
-    return _quiet(_LOGGER)
+    return quiet_logger(_LOGGER)

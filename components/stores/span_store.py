@@ -14,9 +14,9 @@ from haystack import Document, default_from_dict, default_to_dict
 from haystack.document_stores.types import DuplicatePolicy
 from haystack.utils.filters import document_matches_filter
 
-from components.core.bm25 import BM25Okapi, top_k as top_k_indices
+from components.core.retrieval.bm25 import BM25Okapi, top_k as top_k_indices
 from components.core.errors import SpanQAError
-from components.core.index import (
+from components.core.retrieval.index import (
     CorpusIndex,
     CorruptIndexError,
     EmbeddingCache,
@@ -26,7 +26,7 @@ from components.core.index import (
     remove_stale_temporaries,
     save_index,
 )
-from components.core.loaders import LoadLimits, LoadReport, SourceDocument, check_unique_ids, load_corpus
+from components.core.retrieval.loaders import LoadLimits, LoadReport, SourceDocument, check_unique_ids, load_corpus
 from components.stores.base import BM25Params, Selection, SpanIndexStore, SupersededRule, chunk_meta
 
 logger = logging.getLogger(__name__)
@@ -190,7 +190,7 @@ class SpanStore(SpanIndexStore):
         """Boolean mask over chunks whose document matches Haystack ``filters`` (``None`` = no filter)."""
         if not filters:
             return None
-        from components.core.filters import check_filters
+        from components.core.retrieval.filters import check_filters
 
         check_filters(filters)
         index = self.open()

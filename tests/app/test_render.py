@@ -3,7 +3,7 @@
 from rich.console import Console
 
 from components.app.render import CONTEXT_CHARS, print_answer
-from components.core.loaders import SourceDocument
+from components.core.retrieval.loaders import SourceDocument
 
 
 def _span(text, part, doc_id="api.md"):

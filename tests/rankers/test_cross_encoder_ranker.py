@@ -7,7 +7,7 @@ import pytest
 from haystack import Document, Pipeline, component
 from haystack.dataclasses import ExtractedAnswer
 
-from components.core.models import ModelUnavailableError
+from components.core.backends.models import ModelUnavailableError
 from components.rankers import CrossEncoderRanker
 from tests.standins import build_cross_encoder
 

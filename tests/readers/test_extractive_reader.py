@@ -15,7 +15,7 @@ import pytest
 from haystack import Document, Pipeline
 from haystack_integrations.components.readers.transformers import TransformersExtractiveReader
 
-from components.core.models import ModelUnavailableError
+from components.core.backends.models import ModelUnavailableError
 from components.readers import ExtractiveReader
 from tests.standins import build_qa_model, minilm_tokenizer
 

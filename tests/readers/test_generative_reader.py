@@ -10,9 +10,9 @@ from http.server import BaseHTTPRequestHandler, HTTPServer
 import pytest
 from haystack import Document
 
-from components.core.citations import NOT_IN_CONTEXT, STOP_STRINGS, build_messages, select_passages
+from components.core.reading.citations import NOT_IN_CONTEXT, STOP_STRINGS, build_messages, select_passages
 from components.core.errors import SpanQAError
-from components.core.generation import (
+from components.core.backends.generation import (
     CallableGenerator,
     GenerationResult,
     LocalGenerator,
@@ -179,7 +179,7 @@ def test_make_generator_dispatch_and_errors():
 
 
 def test_missing_local_model_raises_model_unavailable():
-    from components.core.models import ModelUnavailableError
+    from components.core.backends.models import ModelUnavailableError
 
     reader = GenerativeReader(model="spanqa-test/no-such-llm")
     with pytest.raises(ModelUnavailableError, match="spanqa-test/no-such-llm.*GenerativeReader"):

@@ -3,7 +3,7 @@ the refused answer kept; above it, the answer carries its confidence."""
 
 import pytest
 
-from components.core.confidence import SIGNALS, CalibrationFile, Calibrator
+from components.core.verification.confidence import SIGNALS, CalibrationFile, Calibrator
 from components.routers.verifier_router import VerifierRouter
 from tests.routers.test_verifier_router import QUERY, SOURCE, ans, doc
 

@@ -12,8 +12,8 @@ from haystack.core.errors import PipelineMaxComponentRuns
 from haystack.dataclasses import ExtractedAnswer, GeneratedAnswer
 
 from components.core.errors import SpanQAError
-from components.core.models import ModelUnavailableError
-from components.core.text import split_blocks
+from components.core.backends.models import ModelUnavailableError
+from components.core.text.splitting import split_blocks
 from components.routers import VerifierRouter
 
 MISSING = "spanqa-test/no-such-nli-model"
@@ -373,14 +373,14 @@ def fake_generation(monkeypatch):
     made = []
 
     def install(gen):
-        module = types.ModuleType("components.core.generation")
+        module = types.ModuleType("components.core.backends.generation")
 
         def make_generator(backend, **params):
             made.append((backend, params))
             return gen
 
         module.make_generator = make_generator
-        monkeypatch.setitem(sys.modules, "components.core.generation", module)
+        monkeypatch.setitem(sys.modules, "components.core.backends.generation", module)
         return made
 
     return install

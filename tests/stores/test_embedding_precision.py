@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from components.core.errors import SpanQAError
-from components.core.index import IndexSettings
+from components.core.retrieval.index import IndexSettings
 from components.stores.span_store import SpanStore
 
 DOCS = {

@@ -9,7 +9,7 @@ import pytest
 from rank_bm25 import BM25Okapi as RankBM25
 
 from components.core.errors import SpanQAError
-from components.core.index import index_text, split_document
+from components.core.retrieval.index import index_text, split_document
 from components.retrievers.hybrid_retriever import HybridRetriever
 from components.stores.base import BM25Params, Selection
 from components.stores.pg_schema import q

@@ -45,7 +45,7 @@ def test_windows_hold_the_answer_at_its_offsets_and_negatives_do_not():
 
 
 def test_answer_tokens_label_the_covering_tokens():
-    from components.core.models import resolve_model
+    from components.core.backends.models import resolve_model
     import transformers
 
     tok = transformers.AutoTokenizer.from_pretrained(resolve_model("sentence-transformers/all-MiniLM-L6-v2").path)
@@ -73,7 +73,7 @@ def test_split_holds_out_whole_articles_and_drops_their_squad1_copies():
 
 @needs_data
 def test_a_tiny_run_lowers_its_loss_resumes_and_exports(tmp_path):
-    from components.core.models import load_hf_model
+    from components.core.backends.models import load_hf_model
 
     out, work = tmp_path / "model", tmp_path / "work"
     common = ["--tiny", "12", "--eval-questions", "8", "--eval-every", "48", "--batch-size", "8", "--lr", "3e-4",

@@ -1,0 +1,80 @@
+"""Haystack answers as the verifier reads them: abstentions, scores, the best of them, and where one stands.
+
+Pure functions over ``ExtractedAnswer`` / ``GeneratedAnswer`` and the read documents, free of component glue;
+``components/routers/verifier_router.py`` routes on them.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from haystack import Document
+from haystack.dataclasses import ExtractedAnswer
+
+from components.core.text.analysis import Analyzer
+from components.core.verification.checks import Evidence, Piece, Visible, locate_extractive, locate_generative
+
+
+def is_abstention(answer: Any) -> bool:
+    """An answer without text, or one the reader marked ``meta["no_answer"]``."""
+    return answer.data is None or not str(answer.data).strip() or bool((answer.meta or {}).get("no_answer"))
+
+
+def answer_score(answer: Any) -> float:
+    """``ExtractedAnswer.score``; for a ``GeneratedAnswer`` its ``meta["score"]`` (0.0 when absent)."""
+    score = getattr(answer, "score", None)
+    if score is None:
+        score = (answer.meta or {}).get("score")
+    return float(score) if score is not None else 0.0
+
+
+def ranked_answers(answers: list[Any]) -> list[Any]:
+    """The non-abstaining answers, highest score first (input order on ties)."""
+    return sorted((a for a in answers or [] if not is_abstention(a)), key=lambda a: -answer_score(a))
+
+
+def best_answer(answers: list[Any]) -> Any | None:
+    """The highest-scoring non-abstaining answer (the first one on ties), or ``None``."""
+    best = None
+    for a in answers or []:
+        if not is_abstention(a) and (best is None or answer_score(a) > answer_score(best)):
+            best = a
+    return best
+
+
+def reader_prefers_no_answer(answers: list[Any], best: Any) -> bool:
+    """Whether one of the reader's abstentions scores higher than its best real answer."""
+    return any(is_abstention(a) and answer_score(a) > answer_score(best) for a in answers or [])
+
+
+def document_piece(doc: Document, index: int) -> Piece:
+    """A read document as a ``Piece`` of its source: ``meta["doc_id"]`` (else its id, else ``doc<index>``),
+    ``meta["char_start"]`` and its text."""
+    meta = doc.meta or {}
+    doc_id = str(meta.get("doc_id") or doc.id or f"doc{index}")
+    return Piece(doc_id, int(meta.get("char_start") or 0), doc.content or "", str(meta.get("title") or ""))
+
+
+def locate_answer(answer: Any, visibles: list[Visible], analyzer: Analyzer, lead_in_units: int) -> Evidence | None:
+    """Where ``answer`` stands in the read text: an extractive answer (or a verbatim generated one) at its
+    offsets — ``meta`` ``doc_id`` / ``char_start`` / ``char_end``, else its document and ``document_offset`` —
+    or by search; a generated answer inside the spans it cites (``meta["evidence"]``, else its documents)."""
+    meta = answer.meta or {}
+    doc_id, start, end = meta.get("doc_id"), meta.get("char_start"), meta.get("char_end")
+    doc = getattr(answer, "document", None)
+    offset = getattr(answer, "document_offset", None)
+    if (start is None or doc_id is None) and doc is not None and offset is not None:
+        base = int((doc.meta or {}).get("char_start") or 0)
+        doc_id = str((doc.meta or {}).get("doc_id") or doc.id)
+        start, end = base + offset.start, base + offset.end
+    doc_id = None if doc_id is None else str(doc_id)
+    if isinstance(answer, ExtractedAnswer) or meta.get("verbatim"):
+        exact = locate_extractive(visibles, answer.data, doc_id=doc_id, start=start, end=end,
+                                  lead_in_units=lead_in_units)
+        if exact is not None or isinstance(answer, ExtractedAnswer):
+            return exact
+    cited = [(str(e["doc_id"]), int(e["char_start"]), int(e["char_end"])) for e in meta.get("evidence") or []]
+    if not cited:
+        cited = [(p.doc_id, p.start, p.start + len(p.text))
+                 for p in (document_piece(d, i) for i, d in enumerate(getattr(answer, "documents", None) or []))]
+    return locate_generative(visibles, answer.data, analyzer, cited=cited, lead_in_units=lead_in_units)

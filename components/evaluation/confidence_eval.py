@@ -1,0 +1,91 @@
+"""The evaluation side of confidence: risk–coverage on SQuAD rows, and ``--calibrate``'s fit of the combiner.
+
+Rows (from ``evaluate.evaluate_squad``) carry ``supported`` (the verifier said SUPPORTED, before the confidence
+bar), ``signals``, ``confidence`` and ``answer_correct``. ``selective_report`` gives the numbers for all rows and
+for each half of ``calibration.split_ids`` (seed 0: the *choose* half the shipped calibrator was fitted on, and
+the *report* half it was not). ``fit_calibrator`` reads the choose half only — the report half's rows are never
+passed to it — and the report half is then scored with the new combiner, from the signals the run recorded.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from components.evaluation import calibration, selective
+
+from components.core.verification import confidence
+from components.app.runner import reader_kind
+from components.core.errors import SpanQAError
+
+SEED = 0
+
+
+def halves(rows: list[dict], seed: int = SEED) -> tuple[list[dict], list[dict]]:
+    """``(choose, report)`` rows by the SHA-256 split of their ids (the same split as every --calibrate)."""
+    choose_ids, report_ids = calibration.split_ids([r["id"] for r in rows], seed=seed)
+    by_id = {r["id"]: r for r in rows}
+    return [by_id[i] for i in choose_ids], [by_id[i] for i in report_ids]
+
+
+def selective_of(rows: list[dict], calibrator: confidence.Calibrator | None = None,
+                 threshold: float | None = None) -> dict:
+    """Risk–coverage numbers of ``rows``; with ``calibrator`` the confidences are recomputed from the signals."""
+    supported = [r for r in rows if r.get("supported")]
+    if calibrator is not None:
+        confs = [calibrator.predict(r["signals"]) for r in supported]
+    else:
+        confs = [r["confidence"] for r in supported]
+    if any(c is None for c in confs):
+        return {"questions": len(rows), "supported": len(supported), "note": "answers carry no confidence "
+                "(calibration: null); run --calibrate to fit one"}
+    return selective.summary(confs, [r["answer_correct"] for r in supported], len(rows), threshold)
+
+
+def selective_report(rows: list[dict], threshold: float | None) -> dict:
+    choose, report = halves(rows)
+    return {"all": selective_of(rows, threshold=threshold), "choose_half": selective_of(choose, threshold=threshold),
+            "report_half": selective_of(report, threshold=threshold)}
+
+
+def fit_calibrator(choose_rows: list[dict], target_precision: float | None, fitted_on: dict) -> confidence.Calibrator:
+    """Fit the combiner on the SUPPORTED answers of ``choose_rows`` (the only rows it ever sees)."""
+    supported = [r for r in choose_rows if r.get("supported") and r.get("signals")]
+    try:
+        return confidence.fit([r["signals"] for r in supported], [r["answer_correct"] for r in supported],
+                              target_precision, fitted_on=fitted_on)
+    except ValueError as exc:
+        raise SpanQAError(f"--calibrate could not fit the confidence combiner: {exc}. Evaluate more questions "
+                          f"(raise or drop --limit) on a SQuAD 2.0 file.") from None
+
+
+def calibrate_confidence(rows: list[dict], runner, dataset: str, target_precision: float | None,
+                         out_path: str | None) -> dict[str, Any]:
+    """Fit on the choose half, save to ``out_path`` (default: the file the verifier names), report the other half."""
+    verifier = runner.pipeline.get_component(runner.verifier) if runner.verifier else None
+    if verifier is None:
+        raise SpanQAError("--calibrate: the pipeline has no VerifierRouter, whose answers confidence is about.")
+    kind = reader_kind(runner)
+    old = verifier.calibrator(kind)
+    target = target_precision if target_precision is not None else (old.target_precision if old else None) or 0.9
+    choose, report = halves(rows)
+    try:
+        cal = fit_calibrator(choose, target, {"dataset": Path(dataset).name, "half": f"choose (seed {SEED})",
+                                              "served_by": runner.models()})
+    except SpanQAError as exc:  # too few answers: say so, keep the file as it is
+        return {"saved_to": None, "kind": kind, "warnings": [str(exc)]}
+    path = out_path or verifier.calibration
+    saved = None
+    if path:  # the other kind's combiner in the same file is kept
+        from components.core.verification.confidence import project_path
+
+        file = confidence.CalibrationFile.load(project_path(path), missing_ok=True)
+        file.calibrators[kind] = cal
+        saved = str(file.save(project_path(path)))
+    return {
+        "saved_to": saved, "kind": kind, "target_precision": target, "min_confidence": cal.min_confidence,
+        "coefficients": dict(zip(cal.features, [round(c, 4) for c in cal.coef])),
+        "fitted_on": cal.fitted_on,
+        "report_half": selective_of(report, cal, cal.min_confidence),
+        "choose_half": selective_of(choose, cal, cal.min_confidence),
+    }

@@ -1,0 +1,92 @@
+import pytest
+from components.core.text.splitting import CODE, PROSE, TABLE, chunk_units, sentence_spans, split_blocks, split_units
+
+DOC = """# Refunds
+
+Annual plans can be refunded. It must happen within 30 days of purchase. Dr. Smith approves exceptions.
+
+| Plan | Price |
+|------|-------|
+| Spark | $0 |
+| Glow | $4.99 |
+
+```yaml
+retry_interval_s: 45
+
+timeout_s: 10
+```
+Last line here.
+"""
+
+
+def test_blocks_kinds_and_offsets():
+    blocks = split_blocks(DOC)
+    assert [b.kind for b in blocks] == [PROSE, PROSE, TABLE, CODE, PROSE]
+    assert blocks[0].slice(DOC) == "# Refunds"
+    assert blocks[2].slice(DOC).startswith("| Plan") and blocks[2].slice(DOC).endswith("$4.99 |")
+    assert blocks[3].slice(DOC).startswith("```yaml") and blocks[3].slice(DOC).endswith("```")
+
+
+def test_sentences_are_exact_slices_and_keep_abbreviations():
+    para = split_blocks(DOC)[1]
+    sents = sentence_spans(DOC, para.start, para.end)
+    assert [s.slice(DOC) for s in sents] == [
+        "Annual plans can be refunded.",
+        "It must happen within 30 days of purchase.",
+        "Dr. Smith approves exceptions.",
+    ]
+
+
+def test_table_rows_and_code_parts():
+    blocks = split_blocks(DOC)
+    rows = split_units(DOC, blocks[2])
+    assert [r.slice(DOC) for r in rows] == ["| Plan | Price |", "| Spark | $0 |", "| Glow | $4.99 |"]
+    parts = split_units(DOC, blocks[3])
+    assert [p.slice(DOC) for p in parts] == ["```yaml\nretry_interval_s: 45", "timeout_s: 10\n```"]
+
+
+def test_chunks_overlap_and_never_mix_kinds():
+    units = [u for b in split_blocks(DOC) for u in split_units(DOC, b)]
+    chunks = chunk_units(units, max_chars=90, overlap=0.4)
+    assert all(len({u.kind for u in units if c.start <= u.start < c.end}) == 1 for c in chunks)
+    prose = [c for c in chunks if c.kind == PROSE]
+    # the first prose chunks share a sentence (overlap), and together cover every prose unit
+    assert prose[1].start < prose[0].end
+    covered = {u for u in units for c in chunks if c.start <= u.start and u.end <= c.end}
+    assert covered == set(units)
+
+
+def test_key_definitions_find_scalar_key_lines_of_code_blocks_only():
+    from components.core.text.splitting import key_definitions, named_keys
+
+    text = (
+        "Set `max_retries` in the file; `port: 99` in prose is no definition.\n\n"
+        "```yaml\nsync:\n  max_retries: 8\n  url: https://host:8443/x\n```\n\n"
+        '```json\n{\n  "rate_limit_per_minute": 120,\n  "lights": [\n    1\n  ]\n}\n```'
+    )
+    found = {}
+    for block in split_blocks(text):
+        found.update({k: text[s.start : s.end] for k, s in key_definitions(text, block).items()})
+    # 'sync:' and 'lights': open a nested value; a URL's 'https:' is no key; the trailing comma is not kept
+    assert found == {"max_retries": "max_retries: 8", "url": "url: https://host:8443/x",
+                     "rate_limit_per_minute": '"rate_limit_per_minute": 120'}
+    assert named_keys("Each token may send the number shown in `rate_limit_per_minute` (see `x`, `x`).") == [
+        "rate_limit_per_minute", "x"]
+    assert named_keys("Run `sudo systemctl reload` now") == []  # a command is not a key name
+
+
+@pytest.mark.parametrize("piece", [
+    "Dr. Smith arrived at 5 p.m. He left. He left.",   # abbreviations; a sentence repeated
+    "Yes. Yes. Yes.  Yes.\n\nNo.",                      # the same sentence many times, mixed white space
+    "aa. aa. aa.",                                      # occurrences that could overlap
+    "Price: $4.50 per unit.\u00a0Next sentence\u2003here. Last one",  # unicode spaces, no final stop
+    "  Leading spaces. Trailing spaces.   ",
+    "",
+    "One sentence without a stop",
+    "He said \"Stop.\" Then he left... Really? Yes!",
+])
+def test_sentence_spans_are_pysbds_own(piece):
+    from components.core.text.splitting import _pysbd_spans, _segmenter
+
+    want = [(s.sent, s.start, s.end) for s in _segmenter().segment(piece)]
+    assert [(s.sent, s.start, s.end) for s in _pysbd_spans(piece)] == want

@@ -1,0 +1,60 @@
+"""The verifier's view of reader answers: abstentions, the best answer, and where an answer stands."""
+
+from haystack import Document
+from haystack.dataclasses import ExtractedAnswer, GeneratedAnswer
+
+from components.core.text.analysis import Analyzer
+from components.core.verification import answers
+from components.core.verification.checks import visible_texts
+
+SOURCE = "Intro line here. Acme Pro is billed monthly. Refunds take 30 days."
+
+
+def window(start, end, doc_id="billing"):
+    return Document(content=SOURCE[start:end], meta={"doc_id": doc_id, "char_start": start, "char_end": end})
+
+
+def test_abstentions_scores_and_best_answer():
+    none = ExtractedAnswer(query="q", score=0.7, data=None)
+    blank = ExtractedAnswer(query="q", score=0.9, data="  ")
+    marked = ExtractedAnswer(query="q", score=0.2, data="x", meta={"no_answer": True})
+    a, b = ExtractedAnswer(query="q", score=0.5, data="a"), ExtractedAnswer(query="q", score=0.5, data="b")
+    gen = GeneratedAnswer(data="g", query="q", documents=[], meta={"score": 0.6})
+    assert [answers.is_abstention(x) for x in (none, blank, marked, a)] == [True, True, True, False]
+    assert answers.answer_score(gen) == 0.6 and answers.answer_score(GeneratedAnswer(data="g", query="q", documents=[])) == 0.0
+    assert answers.best_answer([none, a, b]) is a  # the first on ties
+    assert [x.data for x in answers.ranked_answers([a, gen, blank, b])] == ["g", "a", "b"]
+    assert answers.reader_prefers_no_answer([none, a], a) and not answers.reader_prefers_no_answer([marked, a], a)
+    assert answers.best_answer([none, blank]) is None
+
+
+def test_document_piece_defaults():
+    p = answers.document_piece(Document(id="d7", content="text"), 3)
+    assert (p.doc_id, p.start, p.text) == ("d7", 0, "text")
+    assert answers.document_piece(window(17, 44), 0).start == 17
+
+
+def test_locate_answer_from_document_offset_maps_to_source_offsets():
+    # no meta offsets: the answer's document and document_offset (window-relative) give the source span
+    doc = window(17, len(SOURCE))
+    visibles = visible_texts([answers.document_piece(doc, 0)])
+    rel = doc.content.index("30 days")
+    answer = ExtractedAnswer(query="q", score=0.9, data="30 days", document=doc,
+                document_offset=ExtractedAnswer.Span(rel, rel + len("30 days")))
+    evidence = answers.locate_answer(answer, visibles, Analyzer(), lead_in_units=1)
+    start = SOURCE.index("30 days")
+    assert evidence.answer == (start, start + 7) and evidence.doc_id == "billing"
+    assert evidence.evidence_text == "Refunds take 30 days."
+    # an extractive answer that is not in the read text is not located by term coverage
+    missing = ExtractedAnswer(query="q", score=0.9, data="45 days", meta={"doc_id": "billing"})
+    assert answers.locate_answer(missing, visibles, Analyzer(), lead_in_units=1) is None
+
+
+def test_locate_generated_answer_inside_its_cited_span():
+    doc = window(0, len(SOURCE))
+    visibles = visible_texts([answers.document_piece(doc, 0)])
+    answer = GeneratedAnswer(data="refunds take thirty days", query="q", documents=[],
+                             meta={"evidence": [{"doc_id": "billing", "char_start": 45, "char_end": len(SOURCE)}]})
+    evidence = answers.locate_answer(answer, visibles, Analyzer(), lead_in_units=1)
+    assert evidence is not None and evidence.answer is None
+    assert evidence.evidence_text == "Refunds take 30 days."

@@ -1,0 +1,115 @@
+"""Confidence: monotone in its signals, fitted on one half only, a threshold chosen for a target precision,
+and the risk–coverage numbers on tiny hand-computed cases."""
+
+import math
+
+import pytest
+
+from components.evaluation import confidence_eval
+from components.core.verification.confidence import SIGNALS, CalibrationFile, Calibrator, fit, threshold_for_precision
+from components.evaluation.selective import (aurc, coverage_at_precision, ece_if_calibrated, expected_calibration_error,
+                                      risk_coverage, summary)
+
+
+def _signals(**kw):
+    base = dict.fromkeys(SIGNALS, 0.0)
+    base.update(kw)
+    return base
+
+
+def _calibrator(coef):
+    return Calibrator(list(SIGNALS), [0.0] * len(SIGNALS), [1.0] * len(SIGNALS), coef, 0.0)
+
+
+def test_confidence_is_monotone_in_each_signal_by_its_coefficient_sign():
+    coef = [0.0] * len(SIGNALS)
+    coef[SIGNALS.index("reader_score")], coef[SIGNALS.index("window_rank")] = 2.0, -1.0
+    cal = _calibrator(coef)
+    scores = [cal.predict(_signals(reader_score=x)) for x in (0.1, 0.4, 0.7, 0.9)]
+    assert scores == sorted(scores) and scores[0] < scores[-1]
+    ranks = [cal.predict(_signals(window_rank=r)) for r in (1, 2, 3)]
+    assert ranks == sorted(ranks, reverse=True)
+    assert cal.predict(_signals()) == pytest.approx(0.5)
+    assert cal.predict(_signals(reader_score=1.0)) == pytest.approx(1 / (1 + math.exp(-2.0)))
+
+
+def test_fitted_combiner_learns_the_direction_of_a_signal_and_chooses_a_bar():
+    signals = [_signals(reader_score=i / 40, term_coverage=(i % 3) / 2) for i in range(40)]
+    correct = [i >= 20 for i in range(40)]
+    cal = fit(signals, correct, target_precision=0.9)
+    assert cal.coef[SIGNALS.index("reader_score")] > 0
+    assert cal.predict(signals[39]) > cal.predict(signals[0])
+    kept = [c for s, c in zip(signals, correct) if cal.predict(s) >= cal.min_confidence]
+    assert kept and sum(kept) / len(kept) >= 0.9
+
+
+def test_threshold_for_precision_on_a_hand_case():
+    # sorted by confidence: right, right, wrong, right, wrong -> precision 1, 1, .67, .75, .6
+    confs, right = [0.9, 0.8, 0.7, 0.6, 0.5], [True, True, False, True, False]
+    assert threshold_for_precision(confs, right, 0.75) == 0.6
+    assert threshold_for_precision(confs, right, 0.9) == 0.8
+    assert threshold_for_precision(confs, right, 1.01) == 1.0
+
+
+def test_risk_coverage_numbers_on_a_hand_case():
+    confs, right = [0.9, 0.8, 0.8, 0.3], [True, False, True, False]
+    assert risk_coverage(confs, right, n_total=5) == [(0.2, 1.0), (0.6, 2 / 3), (0.8, 0.5)]
+    # risks: 0 (1 answer), then the tie pair enters with risk 1/3 each, then 1/2: (0 + 2/3 + 1/2) / 5
+    assert aurc(confs, right, 5) == pytest.approx((0 + 2 * (1 / 3) + 0.5) / 5)
+    assert coverage_at_precision(risk_coverage(confs, right, 5), 0.9) == 0.2
+    assert coverage_at_precision(risk_coverage(confs, right, 5), 0.6) == 0.6
+    ece, bins = expected_calibration_error([0.95, 0.85, 0.15], [True, False, False], bins=10)
+    # bins 0.9-1: |1 - .95| ; 0.8-0.9: |0 - .85| ; 0.1-0.2: |0 - .15|, each weighted 1/3
+    assert ece == pytest.approx((0.05 + 0.85 + 0.15) / 3)
+    assert [b["n"] for b in bins if b["n"]] == [1, 1, 1]
+    s = summary(confs, right, 5, threshold=0.8)
+    assert s["answered"] == 3 and s["precision_answered"] == pytest.approx(2 / 3) and s["precision_supported"] == 0.5
+
+
+def test_ece_a_calibrated_predictor_shows_on_few_answers():
+    # two answers at 0.5 from a calibrated predictor: both right or both wrong (p = 1/2) give ECE 0.5, one of
+    # each gives 0 -> expected 0.25; the observed 0 is reached or exceeded by every draw
+    floor, share = ece_if_calibrated([0.5, 0.5], observed=0.0, draws=20000)
+    assert floor == pytest.approx(0.25, abs=0.01) and share == 1.0
+    # certain answers: a calibrated predictor at 1.0 is always right, so ECE 0 and nothing reaches 0.9
+    assert ece_if_calibrated([1.0] * 5, observed=0.0) == (0.0, 1.0)
+    floor, share = ece_if_calibrated([0.9] * 10, observed=0.9)  # ten confident answers, all wrong
+    assert share == 0.0 and floor == pytest.approx(0.0697, abs=0.006)  # E|Binomial(10, .9)/10 - .9| = 0.0697
+    assert ece_if_calibrated([], observed=None) == (None, None)
+    s = summary([0.9] * 10, [False] * 10, 10)
+    assert s["ece"] == pytest.approx(0.9) and s["ece_consistency"] == 0.0
+
+
+class _Sealed(dict):
+    """A row of the report half: reading anything but its id fails the test."""
+
+    def __getitem__(self, key):
+        if key != "id":
+            raise AssertionError(f"the report half was read while fitting ({key})")
+        return super().__getitem__(key)
+
+    def get(self, key, default=None):
+        if key != "id":
+            raise AssertionError(f"the report half was read while fitting ({key})")
+        return super().get(key, default)
+
+
+def test_calibration_never_reads_the_reported_half():
+    rows = [{"id": f"q{i}", "supported": True, "signals": _signals(reader_score=(i % 10) / 10),
+             "answer_correct": i % 10 >= 5, "confidence": None} for i in range(80)]
+    choose, report = confidence_eval.halves(rows)
+    report_ids = {r["id"] for r in report}
+    sealed = [_Sealed(r) if r["id"] in report_ids else r for r in rows]
+    choose_again, _ = confidence_eval.halves(sealed)  # splitting reads ids only
+    cal = confidence_eval.fit_calibrator(choose_again, 0.9, {})
+    assert cal.fitted_on["size"] == len(choose) and cal.coef[SIGNALS.index("reader_score")] > 0
+
+
+def test_calibration_file_keeps_one_combiner_per_kind(tmp_path):
+    path = tmp_path / "c.json"
+    CalibrationFile({"extractive": _calibrator([0.0] * len(SIGNALS))}).save(path)
+    loaded = CalibrationFile.load(path)
+    loaded.calibrators["generative"] = _calibrator([1.0] * len(SIGNALS))
+    loaded.save(path)
+    again = CalibrationFile.load(path)
+    assert sorted(again.calibrators) == ["extractive", "generative"] and again.get("none") is None
