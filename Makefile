@@ -11,7 +11,7 @@ export TOKENIZERS_PARALLELISM ?= false
 PIPELINE   ?= pipelines/extractive.yaml
 SERVE_ARGS ?=
 
-.PHONY: setup demo test bench serve bench-serve eval targets clean
+.PHONY: setup demo test check train heldout calibrate bench serve bench-serve eval targets clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -33,6 +33,22 @@ demo: setup
 
 test: setup
 	$(BIN)/python -m pytest -q
+
+# the fast subset for the edit loop: no server, browser, PostgreSQL or training tests
+check: setup
+	$(BIN)/python -m pytest -q -m "not slow and not browser and not postgres and not training"
+
+# train spanqa's offline reader (training/README.md): MINUTES of fine-tuning, resumable with RESUME=--resume
+MINUTES ?= 80
+train: setup
+	$(BIN)/python training/train_reader.py --minutes $(MINUTES) $(RESUME)
+
+# the held-out training articles as a SQuAD file, and the confidence combiner fitted on them
+heldout: setup
+	$(BIN)/python training/heldout.py
+
+calibrate: heldout
+	$(BIN)/python run.py pipelines/extractive.yaml --eval .spanqa/training/heldout-squad2.json --calibrate --no-audit
 
 bench: setup
 	$(BIN)/python benchmarks/run_all.py
