@@ -184,3 +184,15 @@ def to_squad(questions: list[Question]) -> dict:
         para["qas"].append(qa)
     return {"version": "v2.0", "data": [{"title": t, "paragraphs": [p for _, p in sorted(ps.items())]}
                                         for t, ps in articles.items()]}
+
+
+def stratified_sample(questions: list[Question], n: int, seed: int) -> list[Question]:
+    """``n`` questions drawn with ``seed`` so that each (article, answerable) group keeps its share; file order kept."""
+    rng = random.Random(seed)
+    groups: dict[tuple[str, bool], list[int]] = {}
+    for i, q in enumerate(questions):
+        groups.setdefault((q.article, bool(q.answers)), []).append(i)
+    keep: list[int] = []
+    for members in groups.values():
+        keep += rng.sample(members, round(n * len(members) / len(questions)))
+    return [questions[i] for i in sorted(keep)]

@@ -87,3 +87,17 @@ def test_a_tiny_run_lowers_its_loss_resumes_and_exports(tmp_path):
     assert json.loads((out / "training.json").read_text())["examples_seen"] >= 144
     tokenizer, model = load_hf_model(str(out), "AutoModelForQuestionAnswering")
     assert type(model).__name__ == "BertForQuestionAnswering" and str(model.dtype) == "torch.float32"
+
+
+def test_stratified_sample_keeps_each_article_and_the_unanswerable_share():
+    qs = [reader_data.Question(f"{a}{i}", "q?", "c", () if i % 4 == 0 else ((0, "c"),), (), a, 0)
+          for a in ("A", "B") for i in range(100)]
+    sample = reader_data.stratified_sample(qs, 50, seed=1)
+    assert len(sample) == 50
+    assert sum(q.article == "A" for q in sample) == 25
+    assert sum(not q.answers for q in sample) == 12 or sum(not q.answers for q in sample) == 13  # 25 % of 50
+    assert [qs.index(q) for q in sample] == sorted(qs.index(q) for q in sample)  # file order kept
+    squad = reader_data.to_squad(sample)
+    assert sum(len(p["qas"]) for a in squad["data"] for p in a["paragraphs"]) == 50
+    assert all(qa["is_impossible"] == (not qa["answers"]) for a in squad["data"] for p in a["paragraphs"]
+               for qa in p["qas"])
