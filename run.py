@@ -59,6 +59,17 @@ def questions(args) -> list[str]:
     return [line.strip() for line in sys.stdin if line.strip()]
 
 
+def _quiet_libraries() -> None:
+    """One progress display at a time: spanqa's own (indexing, evaluation); no weight-loading bars."""
+    try:
+        import transformers
+
+        transformers.utils.logging.disable_progress_bar()
+        transformers.utils.logging.set_verbosity_error()
+    except ImportError:  # pragma: no cover - transformers is a dependency
+        pass
+
+
 def main(argv=None) -> int:
     args = parse_args(argv)
     from rich.console import Console
@@ -131,6 +142,7 @@ def _main(args, err) -> int:
     from components.app.pipeline_io import load_pipeline
     from components.app.runner import QueryRunner, public
     from components.core.errors import SpanQAError
+    from components.core.logs import quiet_logger
 
     from rich.markup import escape
 
@@ -162,7 +174,9 @@ def _main(args, err) -> int:
             args.calibration_out = args.calibration_out or verifier.calibration
             verifier.calibration = None
             err.print(f"[dim]calibration file {escape(args.calibration_out)} does not exist yet: --calibrate fits it[/dim]")
-    runner.warm_up()
+    _quiet_libraries()
+    with quiet_logger("components"):  # each fallback is announced once, below (the components also log it)
+        runner.warm_up()
     store = runner.store()
     stats = store.stats
     if stats.get("store"):  # PostgreSQL: what the incremental sync did

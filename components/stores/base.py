@@ -163,7 +163,7 @@ class SpanIndexStore:
 
     def embed_passages(self, texts: list[str]) -> np.ndarray:
         return self.embedder.encode(texts, batch_size=self.config.batch_size, normalize_embeddings=True,
-                                    convert_to_numpy=True, show_progress_bar=self.progress)
+                                    convert_to_numpy=True, show_progress_bar=False)  # the indexing bar shows it
 
     def embed_query(self, text: str) -> np.ndarray:
         """The query's normalised embedding; repeated questions are served from a memo (``query_cache_hits``)."""

