@@ -224,7 +224,7 @@ def build_app(config: ServingConfig, host: str = DEFAULT_HOST, port: int = DEFAU
     add_routes(app, config, wrapper)
     add_error_handlers(app)
     _chain_lifespan(app, mount_mcp(app), wrapper)
-    app.add_middleware(OriginGuard, allowed_hosts=meta.get("allowed_hosts") or (),
+    app.add_middleware(OriginGuard, allowed_hosts=meta.get("allowed_hosts") or (), max_body_bytes=MAX_BODY_BYTES,
                        cors_origins=meta.get("cors_origins") or ())  # outermost: before CORS and every route
     app.state.spanqa_wrapper = wrapper
     return app

@@ -48,6 +48,11 @@ def check_question(query: Any, limit: int) -> str:
         raise Refused(400, "empty question: send {\"query\": \"your question\"} with a non-empty question")
     if "\x00" in question:
         raise Refused(400, "the question contains a NUL character")
+    try:
+        question.encode("utf-8")
+    except UnicodeEncodeError as exc:  # a lone surrogate (JSON "\ud800") is no text
+        raise Refused(400, f"the question is not valid Unicode text (an unpaired surrogate at character "
+                           f"{exc.start})") from None
     if len(question) > limit:
         raise Refused(413, f"the question is {len(question)} characters, over the limit of {limit} "
                            f"(metadata.spanqa.max_question_chars in the pipeline YAML)")
@@ -64,6 +69,10 @@ def parse_body(raw: bytes) -> dict[str, Any]:
         raise Refused(400, f"malformed JSON: the body is not UTF-8 (byte {exc.start})") from None
     except json.JSONDecodeError as exc:
         raise Refused(400, f"malformed JSON: {exc.msg} at line {exc.lineno} column {exc.colno}") from None
+    except RecursionError:
+        raise Refused(400, "malformed JSON: nested too deeply") from None
+    except ValueError as exc:  # an integer of thousands of digits (Python's int conversion limit)
+        raise Refused(400, f"malformed JSON: {one_line(exc, 120)}") from None
     if not isinstance(body, dict):
         raise Refused(422, f"the body must be a JSON object like {{\"query\": \"your question\"}}, got "
                            f"{type(body).__name__}")

@@ -84,6 +84,25 @@ def json_body(content_type: str | None) -> bool:
     return mime == "application/json" or (mime.startswith("application/") and mime.endswith("+json"))
 
 
+def _limited_receive(receive, limit: int):
+    """``receive`` that counts body bytes as they stream in (chunked bodies declare no length) and refuses the
+    request with 413 once they pass ``limit``: the body is never read whole before the refusal."""
+    from components.serving.limits import Refused
+
+    seen = 0
+
+    async def wrapped():
+        nonlocal seen
+        message = await receive()
+        if message["type"] == "http.request":
+            seen += len(message.get("body", b""))
+            if seen > limit:
+                raise Refused(413, f"the request body passed the {limit:,}-byte limit while it was streaming in")
+        return message
+
+    return wrapped
+
+
 def _has_body(headers: dict[str, str]) -> bool:
     """Whether a request declares a body (a non-zero Content-Length, or any Transfer-Encoding)."""
     length = headers.get("content-length", "").strip()
@@ -98,10 +117,14 @@ class OriginGuard:
     """ASGI middleware applying the rules above to every HTTP and WebSocket request (``/ready`` included: a
     rebound name must not even learn that the server is there)."""
 
-    def __init__(self, app, *, allowed_hosts=(), cors_origins=()):
+    def __init__(self, app, *, allowed_hosts=(), cors_origins=(), max_body_bytes: int | None = None):
         self.app = app
+        self.max_body_bytes = max_body_bytes
         self.allowed_hosts = {h.strip().lower() for h in allowed_hosts}
         self.cors_origins = normalise_origins(cors_origins)
+
+    def _limited(self, receive):
+        return _limited_receive(receive, self.max_body_bytes)
 
     async def __call__(self, scope, receive, send):
         if scope["type"] not in ("http", "websocket"):
@@ -120,7 +143,12 @@ class OriginGuard:
                 headers.get("content-type")):
             refusal = (415, f"the request body must be JSON (Content-Type: application/json), got "
                             f"'{headers.get('content-type', 'none')}'")
+        length = headers.get("content-length", "").strip()
+        if refusal is None and self.max_body_bytes is not None and length.isdigit() and int(length) > self.max_body_bytes:
+            refusal = (413, f"the request body is {int(length):,} bytes, over the {self.max_body_bytes:,}-byte limit")
         if refusal is None:
+            if self.max_body_bytes is not None and scope["type"] == "http":
+                receive = self._limited(receive)
             return await self.app(scope, receive, send)
         if scope["type"] == "websocket":
             return await send({"type": "websocket.close", "code": 1008})

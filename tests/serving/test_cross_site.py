@@ -167,3 +167,34 @@ def test_a_page_on_another_loopback_origin_cannot_drive_the_server(server, tmp_p
         driver.quit()
         evil.terminate()
         evil.wait(timeout=10)
+
+
+def test_a_chunked_body_is_cut_off_while_it_streams(server):
+    """A body without Content-Length is counted as it arrives and refused past the 1 MB limit — never read whole."""
+    conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=120)
+    try:
+        conn.putrequest("POST", "/extractive/run", skip_host=True)
+        conn.putheader("Host", f"127.0.0.1:{server.port}")
+        conn.putheader("Content-Type", "application/json")
+        conn.putheader("Transfer-Encoding", "chunked")
+        conn.endheaders()
+        chunk = b"x" * 65536
+        sent = 0
+        try:
+            for _ in range(800):  # up to 50 MB, stopped by the server's answer
+                conn.send(b"%x\r\n%s\r\n" % (len(chunk), chunk))
+                sent += len(chunk)
+        except (BrokenPipeError, ConnectionResetError):
+            pass
+        try:
+            conn.send(b"0\r\n\r\n")
+        except (BrokenPipeError, ConnectionResetError):
+            pass
+        resp = conn.getresponse()
+        body = json.loads(resp.read().decode())
+    finally:
+        conn.close()
+    assert resp.status == 413 and "while it was streaming in" in body["detail"], body
+    for raw in (b'{"query": "\\ud800"}', b"[" * 50_000 + b"]" * 50_000):
+        status, _, body = request(server, "POST", "/extractive/run", raw, {"Content-Type": "application/json"})
+        assert status == 400, (status, body)

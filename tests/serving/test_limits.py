@@ -84,3 +84,19 @@ def test_passage_bounds():
     lo, hi = passage_bounds(blocks, 10, 5000, 2000, 2010)                  # a long paragraph is cut around the span
     assert lo <= 2000 and hi >= 2010 and hi - lo <= MAX_PASSAGE_CHARS + 10
     assert passage_bounds(None, 0, 50, 10, 20) == (0, 50)                   # no blocks: span ± context, clipped
+
+
+def test_malformed_text_and_json_are_400_not_500():
+    from components.serving.limits import Refused, check_question, parse_body
+
+    for raw, needle in [(b"[" * 100_000 + b"]" * 100_000, "nested too deeply"),
+                        (b'{"query": ' + b"9" * 5000 + b"}", "malformed JSON"),
+                        (b'{"query": "\\ud800"}', None)]:
+        try:
+            body = parse_body(raw)
+        except Refused as exc:
+            assert exc.status == 400 and needle in exc.reason, exc.reason
+            continue
+        with pytest.raises(Refused) as info:  # a lone surrogate parses: the question check refuses it
+            check_question(body["query"], 2000)
+        assert info.value.status == 400 and "unpaired surrogate" in info.value.reason
