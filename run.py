@@ -45,6 +45,8 @@ def parse_args(argv=None):
                          help="serve the pipeline over HTTP under its file stem (README, \"Serving (Hayhooks)\")")
     serving.add_argument("--host", help="with --serve: address to listen on (default 127.0.0.1)")
     serving.add_argument("--port", type=int, help="with --serve: port to listen on (default 1416)")
+    serving.add_argument("--keys", metavar="FILE", help="with --serve: API keys (JSON: key -> {principal, groups}); "
+                         "required beyond loopback (default: SPANQA_KEYS_FILE)")
     return p.parse_args(argv)
 
 
@@ -100,6 +102,11 @@ def _check_cli_values(args) -> None:
     check_fraction("run.py", "--target-precision", args.target_precision, optional=True)
     check_fraction("run.py", "--min-confidence", args.min_confidence, optional=True)
     args.filters = parse_filters(args.filters) if args.filters else None
+    if args.keys and not args.serve:
+        from components.core.errors import SpanQAError
+
+        raise SpanQAError("--keys names the API keys of a server: it goes with --serve (run.py PIPELINE --serve "
+                          "--keys FILE).")
 
 
 def _check_calibration_stack(runner, err) -> None:

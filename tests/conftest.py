@@ -18,7 +18,8 @@ _MARKERS = {
     "tests/stores/": "postgres",    # a real PostgreSQL (pgserver)
     "tests/training/": "training",  # the training recipe on a tiny slice
 }
-_BROWSER = ("test_page_browser.py", "test_a_page_on_another_loopback_origin_cannot_drive_the_server")
+_BROWSER = ("test_page_browser.py", "test_a_page_on_another_loopback_origin_cannot_drive_the_server",
+            "test_the_page_asks_for_the_key_and_keeps_it_for_the_tab")
 
 
 def pytest_collection_modifyitems(config, items):

@@ -30,6 +30,7 @@ from starlette.concurrency import run_in_threadpool
 
 from components.serving.limits import (MAX_BODY_BYTES, Refused, classify_failure, describe_validation_errors,
                                        parse_body)
+from components.serving.auth import AuthGuard, load_keys
 from components.serving.origin_guard import OriginGuard, normalise_origins
 from components.serving.wrapper import ServingConfig, SpanQAPipelineWrapper, wrapper_class
 
@@ -208,7 +209,8 @@ def remove_deploy_routes(app: FastAPI) -> list[str]:
     return [p for r in drop for p in _paths(r)]
 
 
-def build_app(config: ServingConfig, host: str = DEFAULT_HOST, port: int = DEFAULT_PORT) -> FastAPI:
+def build_app(config: ServingConfig, host: str = DEFAULT_HOST, port: int = DEFAULT_PORT,
+              keys: dict | None = None) -> FastAPI:
     """The Hayhooks app serving ``config``'s pipeline (not started; ``serve`` runs it with uvicorn).
 
     Hayhooks' deploy/undeploy endpoints are removed wherever the server listens: a pipeline YAML or wrapper is
@@ -224,6 +226,8 @@ def build_app(config: ServingConfig, host: str = DEFAULT_HOST, port: int = DEFAU
     add_routes(app, config, wrapper)
     add_error_handlers(app)
     _chain_lifespan(app, mount_mcp(app), wrapper)
+    if keys:  # inside the cross-site guard: a refused origin never learns whether a key was right
+        app.add_middleware(AuthGuard, keys=keys)
     app.add_middleware(OriginGuard, allowed_hosts=meta.get("allowed_hosts") or (), max_body_bytes=MAX_BODY_BYTES,
                        cors_origins=meta.get("cors_origins") or ())  # outermost: before CORS and every route
     app.state.spanqa_wrapper = wrapper
@@ -258,12 +262,20 @@ def serve(args) -> int:
                           f"the server and POST {{\"query\": ...}} to /{Path(args.pipeline).stem}/run, or drop --serve.")
     host, port = args.host or DEFAULT_HOST, DEFAULT_PORT if args.port is None else args.port
     check_positive_int("run.py", "--port", port)
+    keys_file = getattr(args, "keys", None) or os.environ.get("SPANQA_KEYS_FILE")
+    keys = load_keys(keys_file) if keys_file else None
+    if keys is None and not is_loopback(host):
+        raise SpanQAError(f"--serve on {host} reaches beyond this machine, so it needs API keys: pass --keys FILE "
+                          f"(or set SPANQA_KEYS_FILE) with a JSON object mapping each key to {{\"principal\": name, "
+                          f"\"groups\": [...]}} (docs/security.md), or listen on 127.0.0.1.")
     config = config_from_args(args)
-    app = build_app(config, host, port)
-    if not is_loopback(host):
-        print(f"spanqa: WARNING listening on {host}, beyond this machine, without authentication: anyone who can "
-              f"reach the port can ask and read every indexed document (README, \"Security\").", file=sys.stderr,
-              flush=True)
+    app = build_app(config, host, port, keys=keys)
+    if keys is None:
+        print("spanqa: no --keys: the server is open to every program on this machine (loopback only; web pages "
+              "on other origins are still refused)", file=sys.stderr, flush=True)
+    else:
+        print(f"spanqa: {len(keys)} API key(s) from {keys_file}: every endpoint but the page's files and /ready "
+              f"needs 'Authorization: Bearer <key>'", file=sys.stderr, flush=True)
     print(f"spanqa: serving '{config.name}' on http://{host}:{port}/ — POST /{config.name}/run, GET /ready, "
           f"POST /v1/chat/completions (model '{config.name}'), MCP /mcp/mcp/; warming up …", file=sys.stderr, flush=True)
     server = uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_config=None, access_log=False,

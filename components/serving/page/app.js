@@ -13,10 +13,25 @@
   function setStatus(text) { $("status").textContent = text; }
   function setError(text) { $("error").textContent = text || ""; show("error", Boolean(text)); }
 
+  // A server started with --keys needs "Authorization: Bearer <key>": the key is asked for on the first 401 and
+  // kept for this tab only (sessionStorage), never in a cookie or in localStorage.
+  const KEY = "spanqa-api-key";
+  function authHeaders() {
+    const key = sessionStorage.getItem(KEY);
+    return key ? {"Authorization": "Bearer " + key} : {};
+  }
+
   async function call(url, options) {
+    options = Object.assign({}, options || {});
+    options.headers = Object.assign({}, options.headers || {}, authHeaders());
     const response = await fetch(url, options);
     let body = null;
     try { body = await response.json(); } catch (e) { body = null; }
+    if (response.status === 401) {
+      sessionStorage.removeItem(KEY);
+      show("auth", true);
+      $("key").focus();
+    }
     if (!response.ok) {
       const reason = body && typeof body.detail === "string" ? body.detail : response.status + " " + response.statusText;
       throw new Error(reason);
@@ -79,6 +94,17 @@
     $("confidence").textContent = result.confidence == null ? "—" : Number(result.confidence).toFixed(2);
     $("route").textContent = (result.route || []).join(" → ") || "—";
   }
+
+  $("auth").addEventListener("submit", (event) => {
+    event.preventDefault();
+    const key = $("key").value.trim();
+    if (!key) { $("key").focus(); return; }
+    sessionStorage.setItem(KEY, key);
+    $("key").value = "";
+    show("auth", false);
+    setError("");
+    if (input.value.trim()) { form.requestSubmit(); } else { input.focus(); }
+  });
 
   form.addEventListener("submit", async (event) => {
     event.preventDefault();
