@@ -40,11 +40,17 @@ def source_passage(store, doc_id: str, start: int, end: int) -> dict[str, Any]:
     """``{doc_id, start, end, text}``: the passage of ``doc_id`` around ``[start, end)``; 404 for an unknown id."""
     from components.core.errors import SpanQAError
 
+    if "\x00" in doc_id or len(doc_id) > 4096:  # no stored id holds these: the same 404 from both stores
+        raise Refused(404, f"document {doc_id[:80]!r} is not in the index")
     try:
         document, _units, blocks = store.source(doc_id)
     except SpanQAError:
         raise Refused(404, f"document {doc_id!r} is not in the index") from None
     text = document.text
     check_offsets(start, end, len(text))
-    lo, hi = passage_bounds(blocks, getattr(document, "body_start", 0), len(text), start, end)
+    body_start = getattr(document, "body_start", 0)
+    if start < body_start:  # the front matter is metadata, never a passage
+        raise Refused(400, f"char_start {start} lies in the document's front matter (metadata, never a passage); "
+                           f"its text starts at {body_start}")
+    lo, hi = passage_bounds(blocks, body_start, len(text), start, end)
     return {"doc_id": doc_id, "start": lo, "end": hi, "text": text[lo:hi]}

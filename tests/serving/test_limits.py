@@ -100,3 +100,25 @@ def test_malformed_text_and_json_are_400_not_500():
         with pytest.raises(Refused) as info:  # a lone surrogate parses: the question check refuses it
             check_question(body["query"], 2000)
         assert info.value.status == 400 and "unpaired surrogate" in info.value.reason
+
+
+def test_source_passage_never_serves_front_matter_and_a_bad_id_is_404(tmp_path):
+    from components.serving.limits import Refused
+    from components.serving.passage import source_passage
+    from components.stores.span_store import SpanStore
+
+    (tmp_path / "kb").mkdir()
+    doc = "---\ntitle: Secret plans\nowner: ops\n---\nThe door opens at nine. It closes at five.\n"
+    (tmp_path / "kb" / "door.md").write_text(doc)
+    store = SpanStore(data_dir=str(tmp_path / "kb"), cache_dir=str(tmp_path / "cache"), progress=False)
+    body = doc.index("The door")
+    got = source_passage(store, "door.md", body + 4, body + 8)
+    assert got["text"].startswith("The door") and "title:" not in got["text"]
+    for start in (0, 5, body - 1):
+        with pytest.raises(Refused) as info:
+            source_passage(store, "door.md", start, body + 8)
+        assert info.value.status == 400 and "front matter" in info.value.reason
+    for bad in ("nope.md", "door.md\x00", "x" * 5000):
+        with pytest.raises(Refused) as info:
+            source_passage(store, bad, 0, 1)
+        assert info.value.status == 404

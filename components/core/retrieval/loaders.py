@@ -130,8 +130,10 @@ def walk_folder(root: Path, limits: LoadLimits = LoadLimits()):
         for entry in reversed(entries):
             path = Path(entry.path)
             rel = path.relative_to(root).as_posix()
-            if entry.name.startswith("."):
-                continue  # hidden files and folders (.git, editor swap files) are not content
+            if entry.name.startswith("."):  # hidden files and folders (.git, editor swap files) are not content,
+                kind = "folder" if entry.is_dir(follow_symlinks=False) else "file"  # but never dropped unseen
+                yield path, _display(rel), f"hidden {kind} (names starting with '.' are not indexed)"
+                continue
             shown = _display(rel)
             if shown != rel:
                 yield path, shown, "file name is not valid UTF-8; rename the file"
@@ -241,7 +243,14 @@ def load_corpus(location: str | Path, component: str = "document_store", limits:
         if path.is_file() and path.suffix == ".json":
             report = load_squad(path)
         elif path.is_dir() and (path / "corpus.jsonl").is_file():
-            report = load_beir(path / "corpus.jsonl")
+            corpus = path / "corpus.jsonl"
+            target = corpus.resolve()
+            if corpus.is_symlink() and not limits.follow_links_outside and not target.is_relative_to(path.resolve()):
+                raise SpanQAError(
+                    f"Data location '{location}' (component '{component}'): corpus.jsonl is a symbolic link to "
+                    f"'{target}', outside the data folder, and links that leave it are not followed. Copy the file "
+                    f"into the folder, or set follow_links_outside: true in the store's YAML section.")
+            report = load_beir(corpus)
         elif path.is_dir():
             report = load_folder(path, limits)
         else:

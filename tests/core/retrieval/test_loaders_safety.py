@@ -68,3 +68,34 @@ def test_duplicate_document_ids_are_one_clear_error():
     check_unique_ids([SourceDocument("a", "x"), SourceDocument("b", "y")], "kb")
     with pytest.raises(SpanQAError, match=r"Data 'corpus.jsonl' has duplicate document ids \['a'\]"):
         check_unique_ids([SourceDocument("a", "x"), SourceDocument("b", "y"), SourceDocument("a", "z")], "corpus.jsonl")
+
+
+def test_hidden_files_and_folders_are_listed_as_skipped_not_dropped(tmp_path):
+    from components.core.retrieval.loaders import load_corpus
+
+    (tmp_path / "a.md").write_text("Visible text.")
+    (tmp_path / ".hidden-secret.md").write_text("Hidden text.")
+    (tmp_path / ".git").mkdir()
+    (tmp_path / ".git" / "HEAD").write_text("ref: refs/heads/main")
+    report = load_corpus(tmp_path)
+    assert [d.doc_id for d in report.documents] == ["a.md"]
+    assert dict(report.skipped) == {".git": "hidden folder (names starting with '.' are not indexed)",
+                                    ".hidden-secret.md": "hidden file (names starting with '.' are not indexed)"}
+    assert report.found == 3  # found = indexed + skipped
+
+
+def test_a_beir_corpus_linked_from_outside_the_data_folder_follows_the_link_rule(tmp_path):
+    import json as _json
+
+    from components.core.errors import SpanQAError
+    from components.core.retrieval.loaders import LoadLimits, load_corpus
+
+    outside = tmp_path / "outside.jsonl"
+    outside.write_text(_json.dumps({"_id": "d1", "title": "", "text": "Some text."}) + "\n")
+    beir = tmp_path / "beir"
+    beir.mkdir()
+    (beir / "corpus.jsonl").symlink_to(outside)
+    with pytest.raises(SpanQAError) as info:
+        load_corpus(beir)
+    assert "outside the data folder" in str(info.value) and "follow_links_outside: true" in str(info.value)
+    assert [d.doc_id for d in load_corpus(beir, limits=LoadLimits(follow_links_outside=True)).documents] == ["d1"]
