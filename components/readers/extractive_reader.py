@@ -127,6 +127,7 @@ class ExtractiveReader:
         overlap_threshold: float | None = 0.01,
         no_answer: bool = True,
         no_answer_score: str = "cls",
+        no_answer_bias: float = 0.0,
         score_threshold: float | None = None,
         fallback: str | None = None,
         fallback_model: str = TRAINED_READER,
@@ -151,6 +152,9 @@ class ExtractiveReader:
             this fraction of either span; ``None`` keeps all.
         :param no_answer: Add the no-answer answer.
         :param no_answer_score: ``"cls"`` (SQuAD 2.0 null span) or ``"complement"`` (``prod(1 - score)``).
+        :param no_answer_bias: Added to the null logit before it is compared with the spans (``"cls"`` only): SQuAD
+            2.0's null-score threshold. Choose it on held-out data (``benchmarks/reader_squad.py --sweep``), never on
+            the data you report.
         :param score_threshold: Drop answers (including the no-answer) scoring below this.
         :param fallback: ``None`` (raise when the model is missing), ``"trained"`` (the QA model ``fallback_model``:
             by default spanqa's own reader, trained from all-MiniLM-L6-v2 on SQuAD and shipped in ``models/``) or
@@ -186,6 +190,7 @@ class ExtractiveReader:
         self.overlap_threshold = overlap_threshold
         self.no_answer = no_answer
         self.no_answer_score = no_answer_score
+        self.no_answer_bias = float(no_answer_bias)
         self.score_threshold = score_threshold
         self.fallback = fallback
         self.fallback_model = str(fallback_model)
@@ -264,6 +269,7 @@ class ExtractiveReader:
             overlap_threshold=self.overlap_threshold,
             no_answer=self.no_answer,
             no_answer_score=self.no_answer_score,
+            no_answer_bias=self.no_answer_bias,
             score_threshold=self.score_threshold,
             fallback=self.fallback,
             fallback_model=self.fallback_model,
@@ -321,7 +327,8 @@ class ExtractiveReader:
         pooled = [(span, doc) for span, doc in pooled if not in_directive(doc.content, span.char_start, span.char_end)]
         pooled = pooled[:top_k]
         if self.no_answer_score == "cls":
-            no_answer_prob = cls_no_answer((d.null_logit for d in decoded), self.calibration_factor)
+            no_answer_prob = cls_no_answer((d.null_logit + self.no_answer_bias for d in decoded),
+                                           self.calibration_factor)
         else:
             no_answer_prob = complement_no_answer(span.score for span, _ in pooled)
         return [span_answer(query, span, doc) for span, doc in pooled], no_answer_prob
