@@ -17,7 +17,10 @@ Public helpers (import them as ``from tests.standins import ...``):
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
+
+from components.core.backends.generation import GenerationResult, Message
 
 
 def minilm_dir() -> str:
@@ -153,3 +156,26 @@ def build_cross_encoder(
     BertForSequenceClassification(config).eval().save_pretrained(path)
     tokenizer.save_pretrained(path)
     return str(path)
+
+
+# A generator backed by a plain function (moved out of the package: a test double)
+class CallableGenerator:
+    """A generator backed by a plain function ``messages -> str`` — the test double of the generation backends.
+
+    Token counts are whitespace word counts (the function has no tokenizer).
+    """
+
+    def __init__(self, fn: Callable[[list[Message]], str], served_by: str = "callable"):
+        self.fn = fn
+        self.served_by = served_by
+        self.calls: list[list[Message]] = []
+
+    def warm_up(self) -> None:
+        pass
+
+    def generate(self, messages: list[Message], max_new_tokens: int, stop: list[str] | None = None) -> GenerationResult:
+        self.calls.append(messages)
+        text = self.fn(messages)
+        prompt_words = sum(len(m["content"].split()) for m in messages)
+        return GenerationResult(text=text.strip(), prompt_tokens=prompt_words, completion_tokens=len(text.split()))
+

@@ -8,7 +8,7 @@ from haystack import Document
 
 from components.app.pipeline_io import load_pipeline
 from components.app.runner import QueryRunner
-from components.core.backends.generation import CallableGenerator
+from tests.standins import CallableGenerator
 
 ROOT = Path(__file__).resolve().parent.parent
 PLANTED = """---

@@ -37,11 +37,6 @@ def check_positive_int(component: str, name: str, value: Any, optional: bool = F
         _fail(component, name, value, "a whole number ≥ 1" + (" (or null)" if optional else ""))
 
 
-def check_non_negative_int(component: str, name: str, value: Any) -> None:
-    if not _is_int(value) or value < 0:
-        _fail(component, name, value, "a whole number ≥ 0")
-
-
 def check_number(component: str, name: str, value: Any, low: float | None = None, high: float | None = None,
                  optional: bool = False) -> None:
     """``value`` is a number in ``[low, high]`` (either bound may be open-ended)."""

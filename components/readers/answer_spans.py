@@ -15,14 +15,14 @@ from haystack import Document
 from haystack.dataclasses import ExtractedAnswer
 
 from components.core.text.injection import is_directive
+from components.core.offsets import doc_origin
 from components.core.reading.span_decoding import SpanCandidate
 from components.core.text.splitting import Span, split_blocks, split_units
 
 
 def span_meta(doc: Document, start: int, end: int, evidence: list[tuple[int, int]]) -> dict[str, Any]:
     """``meta`` of an answer at ``[start, end)`` of ``doc.content``: original-document offsets and evidence."""
-    doc_id = doc.meta.get("doc_id", doc.id)
-    base = int(doc.meta.get("char_start", 0))
+    doc_id, base = doc_origin(doc)
     return {
         "doc_id": doc_id,
         "char_start": base + start,

@@ -12,8 +12,8 @@ from haystack import Document
 
 from components.core.reading.citations import NOT_IN_CONTEXT, STOP_STRINGS, build_messages, select_passages
 from components.core.errors import SpanQAError
+from tests.standins import CallableGenerator
 from components.core.backends.generation import (
-    CallableGenerator,
     GenerationResult,
     LocalGenerator,
     OpenAIGenerator,

@@ -11,7 +11,7 @@ import pytest
 
 from components.core.errors import SpanQAError
 from components.serving.auth import Principal, digest, load_keys, principal_for
-from tests.serving.conftest import ANSWERABLE, ROOT, Server, free_port, http
+from tests.serving.conftest import ANSWERABLE, ROOT, Server, free_port
 
 ALICE = "sk-alice-0123456789abcdef"
 BOB = "sk-bob-fedcba9876543210xyz"

