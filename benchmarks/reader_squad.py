@@ -65,7 +65,7 @@ def sweep_null_bias(qs, preds) -> list[dict]:
     from components.evaluation.metrics import squad_summary
 
     out = []
-    for bias in [x / 2 for x in range(-20, 21)]:
+    for bias in [x / 2 for x in range(-20, 31)]:
         records = [{"answerable": q["answerable"], "golds": q["golds"],
                     "prediction": None if p["null_logit"] + bias > p["span_logit"] else p["span_text"]}
                    for q, p in zip(qs, preds)]
