@@ -91,7 +91,8 @@ def test_cli_validate_and_bad_values_exit_2(tmp_path):
     bad.write_text(yaml.safe_dump(spec))
     run = lambda *a: subprocess.run([sys.executable, "run.py", *a], cwd=ROOT, capture_output=True, text=True, timeout=300)
     ok = run("pipelines/extractive.yaml", "--validate", "--json")
-    assert ok.returncode == 0 and '"valid": true' in ok.stdout and "fallback:sentence" in ok.stdout
+    assert ok.returncode == 0 and '"valid": true' in ok.stdout and "fallback:trained" in ok.stdout
+    assert "spanqa/reader-minilm-l6-squad2 (project:models/spanqa-reader-minilm-l6)" in ok.stdout
     for args, needle in [((str(bad), "--validate"), "parameter 'top_k' is 'five'"),
                          (("pipelines/retrieval.yaml", "--top-k", "0", "-q", "x"), "'--top-k' is 0"),
                          (("pipelines/retrieval.yaml", "--filters", "{bad", "-q", "x"), "--filters is not valid JSON"),

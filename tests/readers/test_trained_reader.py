@@ -1,0 +1,61 @@
+"""spanqa's shipped reader (models/spanqa-reader-minilm-l6): it resolves offline through the same resolver as hub
+ids, serves as the YAML's named fallback (announced), gives exact spans and offsets on hand-made windows, and its
+null score turns a window that does not hold the answer into NOT_FOUND through the verifier."""
+
+from __future__ import annotations
+
+import pytest
+from haystack import Document
+
+from components.core.backends.models import resolve_model
+from components.readers.extractive_reader import TRAINED_READER, ExtractiveReader
+
+TEXT = ("The Eiffel Tower is in Paris. It was finished in 1889 for the World's Fair. "
+        "Gustave Eiffel's company designed and built it.")
+BASE = 120  # the window starts at character 120 of its source document
+
+
+@pytest.fixture(scope="module")
+def reader():
+    r = ExtractiveReader(model="deepset/roberta-base-squad2", fallback="trained", top_k=2)
+    r.warm_up()
+    return r
+
+
+def _window(level="window"):
+    return Document(content=TEXT, meta={"doc_id": "eiffel.md", "char_start": BASE, "char_end": BASE + len(TEXT),
+                                        "level": level})
+
+
+def test_the_shipped_weights_resolve_like_a_hub_id_and_are_announced(reader):
+    resolved = resolve_model(TRAINED_READER)
+    assert resolved.source == "project:models/spanqa-reader-minilm-l6" and resolved.path.endswith("spanqa-reader-minilm-l6")
+    assert reader.served_by == ("fallback:trained (deepset/roberta-base-squad2 unavailable): "
+                                "spanqa/reader-minilm-l6-squad2 (project:models/spanqa-reader-minilm-l6)")
+    assert str(reader._qa_model.dtype) == "torch.float32"  # fp16 on disk, fp32 in memory
+
+
+@pytest.mark.parametrize("question, answer", [
+    ("When was the Eiffel Tower finished?", "1889"),
+    ("In which city is the Eiffel Tower?", "Paris"),
+    ("Whose company built the Eiffel Tower?", "Gustave Eiffel's company"),
+])
+def test_exact_spans_and_offsets_in_the_source(reader, question, answer):
+    best = reader.run(query=question, documents=[_window()])["answers"][0]
+    assert not best.meta.get("no_answer") and best.data == answer
+    start = BASE + TEXT.index(answer)
+    assert (best.meta["doc_id"], best.meta["char_start"], best.meta["char_end"]) == ("eiffel.md", start, start + len(answer))
+    assert TEXT[best.document_offset.start : best.document_offset.end] == answer
+
+
+@pytest.mark.parametrize("question", ["What is the boiling point of mercury?", "How many moons does Jupiter have?"])
+def test_the_null_score_turns_an_unanswerable_window_into_not_found(reader, question):
+    from components.routers.verifier_router import VerifierRouter
+
+    answers = reader.run(query=question, documents=[_window("passage")])["answers"]
+    assert answers[0].meta.get("no_answer")  # the null span at [CLS] beats every span
+    verifier = VerifierRouter(backend="nli", model="cross-encoder/nli-deberta-v3-small", fallback="lexical")
+    verifier.warm_up()
+    out = verifier.run(query=question, answers=answers, documents=[_window("passage")])
+    assert "answers" not in out and out["not_found"][0].meta["verdict"] == "NOT_FOUND"
+    assert out["not_found"][0].meta["reason"].startswith("reader_abstained")
