@@ -12,7 +12,7 @@ the SQuAD article in ../shared/data/squad2 (each paragraph a document); question
 Prints p50/p95 seconds of each, the ratio ours/stock (< 1: ours faster), for fp32 and for ``precision: int8``
 (ours), the share of identical answers and of identical re-ranked top 5 int8 vs fp32, the tokens the reader was sent, and the load average.
 
-    python benchmarks/e2e_latency.py [--questions 40] [--passes 2]
+    python benchmarks/e2e_latency.py [--questions 40] [--passes 2] [--qa-model spanqa/reader-minilm-l6-squad2]
 """
 
 from __future__ import annotations
@@ -121,6 +121,8 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--questions", type=int, default=40)
     ap.add_argument("--passes", type=int, default=2)
+    ap.add_argument("--qa-model", default=None, help="QA model id or directory for both pipelines (default: the "
+                    "random roberta-base-shaped stand-in; 'spanqa/reader-minilm-l6-squad2' is our trained reader)")
     args = ap.parse_args()
     import torch
 
@@ -131,8 +133,14 @@ def main() -> int:
     questions = [qa["question"] for a in data["data"] for p in a["paragraphs"] for qa in p["qas"]][: args.questions]
     paragraphs = [(doc_id, context) for doc_id, _, context, _ in iter_squad(SQUAD)]
     tmp = Path(tempfile.mkdtemp(prefix="spanqa-e2e-"))
-    qa_dir = build_full_size_qa_model(tmp / "qa")
+    if args.qa_model:
+        from components.core.backends.models import resolve_model
+
+        qa_dir = resolve_model(args.qa_model).path
+    else:
+        qa_dir = build_full_size_qa_model(tmp / "qa")
     ce_dir = build_cross_encoder(tmp / "ce", hidden=384, layers=6, heads=12, intermediate=1536)
+    print(f"QA model {args.qa_model or 'roberta-base-shaped stand-in'}; cross-encoder: MiniLM-L6-shaped stand-in")
     print(f"{len(questions)} questions, {len(paragraphs)} paragraphs; torch threads {torch.get_num_threads()}; "
           f"load average {os.getloadavg()[0]:.2f}", flush=True)
 
