@@ -13,11 +13,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from components.core.errors import SpanQAError
+from components.core.errors import ParameterError
 
 
 def _fail(component: str, name: str, value: Any, expected: str) -> None:
-    raise SpanQAError(f"{component}: parameter '{name}' is {value!r}, but it must be {expected}. "
+    raise ParameterError(f"{component}: parameter '{name}' is {value!r}, but it must be {expected}. "
                       f"Fix it in the pipeline YAML (or on the command line).")
 
 

@@ -15,6 +15,7 @@ from components.core.backends.models import (
     resolve_or_fallback,
     torch_device,
 )
+from components.core.params import check_choice, check_positive_int
 
 logger = logging.getLogger(__name__)
 
@@ -169,17 +170,13 @@ class CrossEncoderRanker:
             threshold is always on the best cosine.
         :param precision: ``"fp32"`` or ``"int8"`` (torch dynamic quantisation of the cross-encoder, CPU only).
         """
-        if top_k <= 0:
-            raise ValueError(f"CrossEncoderRanker: top_k must be > 0, got {top_k}")
-        if batch_size <= 0:
-            raise ValueError(f"CrossEncoderRanker: batch_size must be > 0, got {batch_size}")
-        if fallback is not None and fallback not in FALLBACKS:
-            raise ValueError(f"CrossEncoderRanker: fallback must be one of {FALLBACKS} or None, got {fallback!r}")
-        if fallback_order not in FALLBACK_ORDERS:
-            raise ValueError(f"CrossEncoderRanker: fallback_order must be one of {FALLBACK_ORDERS}, got {fallback_order!r}")
+        name = "CrossEncoderRanker"
+        check_positive_int(name, "top_k", top_k)
+        check_positive_int(name, "batch_size", batch_size)
+        check_choice(name, "fallback", fallback, (*FALLBACKS, None))
+        check_choice(name, "fallback_order", fallback_order, FALLBACK_ORDERS)
+        check_choice(name, "precision", precision, PRECISIONS)
         self.fallback_order = fallback_order
-        if precision not in PRECISIONS:
-            raise ValueError(f"CrossEncoderRanker: precision must be one of {PRECISIONS}, got {precision!r}")
         self.precision = precision
         self.model = str(model)
         self.device = device
@@ -290,8 +287,7 @@ class CrossEncoderRanker:
             ``"no_candidates"`` — never both keys.
         """
         top_k = self.top_k if top_k is None else top_k
-        if top_k <= 0:
-            raise ValueError(f"CrossEncoderRanker: top_k must be > 0, got {top_k}")
+        check_positive_int("CrossEncoderRanker", "top_k", top_k)
         if self._cross_encoder is None and self._bi_encoder is None:
             raise RuntimeError("CrossEncoderRanker: call warm_up() before run() (a Pipeline does this itself).")
         if not documents:

@@ -13,6 +13,7 @@ from haystack.dataclasses import ExtractedAnswer
 from components.core.reading import sentence_reader, short_answer
 from components.core.text.analysis import Analyzer
 from components.core.errors import SpanQAError
+from components.core.params import check_choice, check_number, check_positive_int
 from components.core.memo import MISSING, Memo
 from components.core.backends.models import (
     PRECISIONS,
@@ -166,18 +167,16 @@ class ExtractiveReader:
             person, an identifier …) inside the chosen sentence; ``None`` answers with the sentence.
         :param precision: ``"fp32"`` or ``"int8"`` (torch dynamic quantisation of the QA model, CPU only).
         """
-        if top_k <= 0:
-            raise ValueError(f"ExtractiveReader: top_k must be > 0, got {top_k}")
-        if batch_size <= 0:
-            raise ValueError(f"ExtractiveReader: batch_size must be > 0, got {batch_size}")
-        if not 0 <= stride < max_seq_length:
-            raise ValueError(f"ExtractiveReader: need 0 <= stride < max_seq_length, got {stride}, {max_seq_length}")
-        if max_answer_length is not None and max_answer_length <= 0:
-            raise ValueError(f"ExtractiveReader: max_answer_length must be > 0 or None, got {max_answer_length}")
-        if no_answer_score not in NO_ANSWER_SCORES:
-            raise ValueError(f"ExtractiveReader: no_answer_score must be one of {NO_ANSWER_SCORES}, got {no_answer_score!r}")
-        if fallback is not None and fallback not in FALLBACKS:
-            raise ValueError(f"ExtractiveReader: fallback must be one of {FALLBACKS} or None, got {fallback!r}")
+        name = "ExtractiveReader"
+        check_positive_int(name, "top_k", top_k)
+        check_positive_int(name, "batch_size", batch_size)
+        check_positive_int(name, "max_seq_length", max_seq_length)
+        check_number(name, "stride", stride, low=0, high=max_seq_length - 1)
+        check_positive_int(name, "max_answer_length", max_answer_length, optional=True)
+        check_choice(name, "no_answer_score", no_answer_score, NO_ANSWER_SCORES)
+        check_choice(name, "fallback", fallback, (*FALLBACKS, None))
+        check_number(name, "no_answer_bias", no_answer_bias)
+        check_choice(name, "precision", precision, PRECISIONS)
         self.model = str(model)
         self.device = device
         self.top_k = top_k
@@ -196,8 +195,6 @@ class ExtractiveReader:
         self.fallback_model = str(fallback_model)
         self.fallback_embedding_model = str(fallback_embedding_model)
         self.short_answers = short_answers
-        if precision not in PRECISIONS:
-            raise ValueError(f"ExtractiveReader: precision must be one of {PRECISIONS}, got {precision!r}")
         self.precision = precision
         self._nlp = None
         self._nlp_lock = threading.Lock()

@@ -118,9 +118,14 @@ def classify_failure(exc: BaseException) -> tuple[int, str]:
     naming the exception type and message — never a traceback."""
     from components.core.errors import SpanQAError
 
+    from components.core.errors import ParameterError
+
     chain = list(_chain(exc))
     if isinstance(exc, Refused):
         return exc.status, exc.reason
+    for e in chain:  # a parameter out of range (a request's override, e.g. top_k): the request's fault
+        if isinstance(e, ParameterError):
+            return 422, one_line(str(e))
     for e in chain:
         if _is_timeout(e):
             told = next((c for c in chain if isinstance(c, SpanQAError)), e)
