@@ -213,9 +213,9 @@ def build_app(config: ServingConfig, host: str = DEFAULT_HOST, port: int = DEFAU
               keys: dict | None = None) -> FastAPI:
     """The Hayhooks app serving ``config``'s pipeline (not started; ``serve`` runs it with uvicorn).
 
-    Hayhooks' deploy/undeploy endpoints are removed wherever the server listens: a pipeline YAML or wrapper is
-    code, and on loopback any web page the user opens could post one (there is no authentication to put them
-    behind yet). Every request passes the ``OriginGuard`` first (Host, Origin, JSON bodies)."""
+    Hayhooks' deploy/undeploy endpoints are removed wherever the server listens, with or without keys: a pipeline
+    YAML or wrapper is code, and on loopback any web page the user opens could post one. Every request passes the
+    ``OriginGuard`` first (Host, Origin, JSON bodies, the body limit), then — with ``keys`` — the ``AuthGuard``."""
     meta = (config.spec.get("metadata") or {}).get("spanqa") or {}
     configure_hayhooks(host, port, meta.get("cors_origins") or ())
     from hayhooks import create_app
