@@ -23,6 +23,11 @@ from __future__ import annotations
 import re
 
 _READER = r"(?:you|the\s+(?:assistant|model|ai|bot|chatbot|reader|system|llm)|assistant|ai|chatgpt|llm|language\s+model)"
+# a machine reader named as such (not "model" or "agent": product manuals use both for other things), and not an
+# assistant with a job title ("note to the assistant manager")
+_MACHINE = (r"(?:ai|a\.i\.|ai\s+assistant|assistant|language\s+model|llm|chatbot|chatgpt|gpt|copilot)s?"
+            r"(?!\s+(?:manager|director|editor|professor|coach|teacher|engineer|principal)s?\b)"
+            r"(?:\s+reading\s+this(?:\s+\w+)?)?")
 _RESPOND = r"(?:answer|respond|reply|say|state|output|print|write|tell|claim|return|report)"
 _PRIOR = r"(?:all\s+|any\s+|the\s+|your\s+)?(?:previous|prior|above|earlier|preceding|other|system|original)"
 
@@ -45,6 +50,15 @@ _CUES: list[tuple[str, re.Pattern]] = [
     ("claims the answer", re.compile(r"\bthe\s+(?:correct|right|true|real|official|only\s+valid)\s+answer\s+"
                                      r"(?:is|should\s+be|will\s+be)\b", re.I)),
     ("claims a citation", re.compile(r"\b(?:cite|citing|cited\s+as)\s+(?:passage|source|document)?\s*\[\s*\d+\s*\]", re.I)),
+    # a passage that cites the pipeline's own numbered sources is data pretending to be a citation
+    ("claims a citation", re.compile(r"\b(?:according\s+to|as\s+(?:stated|shown|said)\s+in|per|see)\s+(?:the\s+)?"
+                                     r"(?:source|passage|document)\s*\[\s*\d+\s*\]", re.I)),
+    # notes addressed to a machine reader, also as a table cell or a code comment ("# assistant note: …")
+    ("addresses the AI", re.compile(rf"\b(?:note|message|memo|reminder|instructions?|attention)\s+(?:to|for)\s+"
+                                    rf"(?:the\s+|any\s+)?{_MACHINE}\b", re.I)),
+    ("addresses the AI", re.compile(rf"\b{_MACHINE}\s+(?:note|notes|instruction|instructions|directive|memo|hint)\s*[:\-–]",
+                                    re.I)),
+    ("addresses the AI", re.compile(rf"\b(?:hey|dear|attention|hello)\s*,?\s+{_MACHINE}\b", re.I)),
 ]
 
 
