@@ -222,6 +222,8 @@ class QueryRunner:
             if self.store().current_version() != version:
                 raise SpanQAError(f"the index changed {MAX_VERSION_RETRIES + 1} times while this question ran; ask "
                                   f"again when the re-index has finished")
+        if self.audit_log is not None and self.readers:  # the answer given, once (not one read again)
+            self._audit(result)
         if key is not None:
             key = (key[0], version, *key[2:])
             self.answer_cache.put(key, copy.deepcopy(result))
@@ -240,11 +242,6 @@ class QueryRunner:
                     reason=f"only_superseded_sources: only {', '.join(names)} (marked superseded) answer(s); "
                            f"current sources do not", rejected_answer=old["answer"], superseded_sources=names,
                     route=[*result["route"], "superseded:only", *old["route"]])
-                if self.audit_log is not None:
-                    self._audit(result)
-                return result
-        if self.audit_log is not None and self.readers:
-            self._audit(result)
         return result
 
     def _ask(self, query: str, filters: dict | None, top_k: int | None, retrieval_depth: int | None,

@@ -92,10 +92,7 @@ def add_routes(app: FastAPI, config: ServingConfig, wrapper: SpanQAPipelineWrapp
                   "type": "object", "required": ["query"], "additionalProperties": False,
                   "properties": {"query": {"type": "string", "maxLength": config.max_question_chars}}}}}}})
     async def run(request: Request) -> JSONResponse:
-        declared = request.headers.get("content-length", "")
-        if declared.isdigit() and int(declared) > MAX_BODY_BYTES:  # refused before it is read into memory
-            raise Refused(413, f"the request body is {int(declared):,} bytes, over the {MAX_BODY_BYTES:,}-byte limit")
-        body = parse_body(await request.body())
+        body = parse_body(await request.body())  # the OriginGuard already refused an oversized body, declared or not
         return JSONResponse(await run_in_threadpool(wrapper.run_api, query=body["query"]))
 
     @app.get("/ready", tags=["status"], summary="200 once models are loaded and the corpus is indexed, else 503")

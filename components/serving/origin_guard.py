@@ -123,9 +123,6 @@ class OriginGuard:
         self.allowed_hosts = {h.strip().lower() for h in allowed_hosts}
         self.cors_origins = normalise_origins(cors_origins)
 
-    def _limited(self, receive):
-        return _limited_receive(receive, self.max_body_bytes)
-
     async def __call__(self, scope, receive, send):
         if scope["type"] not in ("http", "websocket"):
             return await self.app(scope, receive, send)
@@ -148,7 +145,7 @@ class OriginGuard:
             refusal = (413, f"the request body is {int(length):,} bytes, over the {self.max_body_bytes:,}-byte limit")
         if refusal is None:
             if self.max_body_bytes is not None and scope["type"] == "http":
-                receive = self._limited(receive)
+                receive = _limited_receive(receive, self.max_body_bytes)
             return await self.app(scope, receive, send)
         if scope["type"] == "websocket":
             return await send({"type": "websocket.close", "code": 1008})
