@@ -54,7 +54,7 @@ def main() -> None:
         data = CISI if args.docs is None else _subset(CISI, args.docs, tmp)
         docs = load_corpus(data).documents
         settings = IndexSettings(embedding_model=MODEL)
-        texts = [index_text(d, b, c, True) for d in docs for b, _, cs in [split_document(d, settings)] for c in cs]
+        texts = [index_text(d, b, c, settings) for d in docs for b, _, cs in [split_document(d, settings)] for c in cs]
         model = load_sentence_transformer(resolve_model(MODEL).path)
         model.encode(texts[:64], batch_size=64)  # warm the model once for both contenders
 

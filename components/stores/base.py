@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 from haystack import Document
 
+from components.core.documents.layout import chunk_location
 from components.core.text.analysis import Analyzer
 from components.core.retrieval.index import IndexSettings
 from components.core.retrieval.loaders import LoadLimits, LoadReport, SourceDocument
@@ -78,7 +79,11 @@ class BM25Params:
 def chunk_meta(doc: SourceDocument, chunk_id: str, start: int, end: int, kind: str) -> dict[str, Any]:
     """The metadata of a chunk Document — the same in every store (equal answers need equal documents)."""
     return {**doc.meta, "doc_id": doc.doc_id, "chunk_id": chunk_id, "char_start": start, "char_end": end,
-            "kind": kind, "level": "chunk"}
+            "kind": kind, "level": "chunk", **chunk_location(doc.layout, start)}
+
+
+CONTEXT_NOTES = ("headings", "none")  # what is indexed before each chunk (components.core.documents.layout)
+CONVERSION_KEYS = ("max_pages", "max_unpacked_bytes")  # the `conversion:` limits (PDF pages, DOCX archive size)
 
 
 @dataclass
@@ -99,6 +104,7 @@ class StoreConfig:
     progress: bool
     limits: LoadLimits = field(default_factory=LoadLimits)
     embedding_precision: str = "fp32"
+    context_notes: str = "headings"
 
     def to_params(self) -> dict[str, Any]:
         return dict(
@@ -110,6 +116,8 @@ class StoreConfig:
             max_document_bytes=self.limits.max_document_bytes,
             max_front_matter_bytes=self.limits.max_front_matter_bytes,
             follow_links_outside=self.limits.follow_links_outside,
+            context_notes=self.context_notes,
+            conversion={"max_pages": self.limits.max_pages, "max_unpacked_bytes": self.limits.max_unpacked_bytes},
         )
 
 
@@ -122,21 +130,35 @@ class SpanIndexStore:
                      max_chunk_chars: int, chunk_overlap: float, language: str | None,
                      stopwords: str | list[str] | None, embed_title: bool, batch_size: int, device: str | None,
                      progress: bool, max_document_bytes: int, max_front_matter_bytes: int,
-                     follow_links_outside: bool, embedding_precision: str = "fp32") -> None:
+                     follow_links_outside: bool, embedding_precision: str = "fp32", *,
+                     context_notes: str = "headings", conversion: dict[str, int] | None = None) -> None:
         from components.core.backends.models import PRECISIONS
-        from components.core.params import check_choice, check_fraction, check_positive_int
+        from components.core.params import ParameterError, check_choice, check_fraction, check_positive_int
 
         name = type(self).__name__
         check_fraction(name, "chunk_overlap", chunk_overlap, high=0.5, high_open=True)
         check_choice(name, "embedding_precision", embedding_precision, PRECISIONS)
+        check_choice(name, "context_notes", context_notes, CONTEXT_NOTES)
+        if conversion is not None and not isinstance(conversion, dict):
+            raise ParameterError(f"{name}: parameter 'conversion' is {conversion!r}, but it must be a mapping such as "
+                                 f"{{max_pages: 2000}}. Fix the store's section of the pipeline YAML.")
+        conversion = dict(conversion or {})
+        unknown = sorted(set(conversion) - set(CONVERSION_KEYS))
+        if unknown:
+            raise ParameterError(f"{name}: unknown key(s) {unknown} in `conversion:` (allowed: "
+                                 f"{', '.join(CONVERSION_KEYS)}); fix the store's section of the pipeline YAML.")
+        for key in CONVERSION_KEYS:
+            conversion.setdefault(key, getattr(LoadLimits, key))
+            check_positive_int(name, f"conversion.{key}", conversion[key])
         for key, value in (("max_chunk_chars", max_chunk_chars), ("batch_size", batch_size),
                            ("max_document_bytes", max_document_bytes),
                            ("max_front_matter_bytes", max_front_matter_bytes)):
             check_positive_int(name, key, value)
         self.config = StoreConfig(data_dir, embedding_model, query_prefix, passage_prefix, max_chunk_chars,
                                   chunk_overlap, language, stopwords, embed_title, batch_size, device, progress,
-                                  LoadLimits(max_document_bytes, max_front_matter_bytes, bool(follow_links_outside)),
-                                  embedding_precision)
+                                  LoadLimits(max_document_bytes, max_front_matter_bytes, bool(follow_links_outside),
+                                             **conversion),
+                                  embedding_precision, context_notes)
         self.limits = self.config.limits
         self.data_dir, self.embedding_model = data_dir, embedding_model
         self.query_prefix, self.passage_prefix, self.progress = query_prefix, passage_prefix, progress
@@ -144,7 +166,7 @@ class SpanIndexStore:
         self.settings = IndexSettings(max_chunk_chars=max_chunk_chars, chunk_overlap=chunk_overlap,
                                       analyzer=self.analyzer.to_dict(), embedding_model=embedding_model,
                                       passage_prefix=passage_prefix, embed_title=embed_title,
-                                      embedding_precision=embedding_precision)
+                                      embedding_precision=embedding_precision, context_notes=context_notes)
         self._query_vectors = Memo(maxsize=4096)
         self.load_report: LoadReport | None = None
         self.stats: dict = {}

@@ -50,12 +50,12 @@ class Tables:
         return self.name("chunks")
 
 
-SCHEMA_VERSION = 2  # part of the settings a prefix was built with: another layout is never mixed in
+SCHEMA_VERSION = 3  # part of the settings a prefix was built with: another layout is never mixed in
 
 DDL = [
     """CREATE TABLE IF NOT EXISTS {documents} (
         doc_id text PRIMARY KEY, ord integer NOT NULL, origin text NOT NULL, content_hash text NOT NULL,
-        text text NOT NULL, meta jsonb NOT NULL, body_start integer NOT NULL, units integer[] NOT NULL,
+        text text NOT NULL, meta jsonb NOT NULL, body_start integer NOT NULL, layout jsonb NOT NULL, units integer[] NOT NULL,
         blocks integer[] NOT NULL, n_words integer NOT NULL, n_chunks integer NOT NULL,
         total_len double precision NOT NULL)""",
     # chunk ids are text (pgvector-haystack's key); postings use a small integer key so BM25 groups fast

@@ -77,10 +77,13 @@ class PgSpanStore(SpanIndexStore):
         max_document_bytes: int = LoadLimits.max_document_bytes,
         max_front_matter_bytes: int = LoadLimits.max_front_matter_bytes,
         follow_links_outside: bool = False,
+        context_notes: str = "headings",
+        conversion: dict[str, int] | None = None,
     ):
         self._init_common(data_dir, embedding_model, query_prefix, passage_prefix, max_chunk_chars, chunk_overlap,
                           language, stopwords, embed_title, batch_size, device, progress, max_document_bytes,
-                          max_front_matter_bytes, follow_links_outside, embedding_precision)
+                          max_front_matter_bytes, follow_links_outside, embedding_precision,
+                          context_notes=context_notes, conversion=conversion)
         check_choice("PgSpanStore", "search_strategy", search_strategy, SEARCH_STRATEGIES)
         for key, value in (("ef_search", ef_search), ("hnsw_m", hnsw_m), ("hnsw_ef_construction", hnsw_ef_construction)):
             check_positive_int("PgSpanStore", key, value)
@@ -320,12 +323,13 @@ class PgSpanStore(SpanIndexStore):
         with conn.transaction():  # the row and the version it belongs to, read in one snapshot
             conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
             version = pg_schema.version(conn, self.tables)
-            row = conn.execute(q("SELECT text, meta, body_start, units, blocks FROM {documents} WHERE doc_id = %s",
+            row = conn.execute(q("SELECT text, meta, body_start, layout, units, blocks FROM {documents} "
+                                 "WHERE doc_id = %s",
                                  self.tables), (doc_id,)).fetchone()
         if row is None:
             raise SpanQAError(f"Document '{doc_id}' is not in PostgreSQL tables {self.tables.prefix}_* ({self.where}).")
-        text, meta, body_start, units, blocks = row
-        value = (SourceDocument(doc_id, text, dict(meta), int(body_start)),
+        text, meta, body_start, layout, units, blocks = row
+        value = (SourceDocument(doc_id, text, dict(meta), int(body_start), dict(layout)),
                  np.array(units, dtype=np.int64).reshape(-1, 2), np.array(blocks, dtype=np.int64).reshape(-1, 2))
         return self._sources.put((version, doc_id), value)
 

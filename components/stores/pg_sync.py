@@ -44,7 +44,7 @@ class Prepared:
 
 def prepare(doc: SourceDocument, ord_: int, settings: IndexSettings, analyzer: Analyzer) -> Prepared:
     blocks, units, chunks = split_document(doc, settings)
-    texts = [index_text(doc, blocks, c, settings.embed_title) for c in chunks]
+    texts = [index_text(doc, blocks, c, settings) for c in chunks]
     return Prepared(doc, ord_, blocks, units, chunks, texts, [analyzer(t) for t in texts])
 
 
@@ -104,11 +104,12 @@ def write_group(conn, t: Tables, group: list[Prepared], vectors: np.ndarray, ori
                     for term, tf in counts.items():
                         copy.write_row((term, keys[i], tf, float(len(tokens))))
                     i += 1
-        with cur.copy(q("COPY {documents} (doc_id, ord, origin, content_hash, text, meta, body_start, units, "
+        with cur.copy(q("COPY {documents} (doc_id, ord, origin, content_hash, text, meta, body_start, layout, units, "
                         "blocks, n_words, n_chunks, total_len) FROM STDIN", t)) as copy:
             for p in group:
                 copy.write_row((p.doc.doc_id, p.ord, origin, p.doc.fingerprint(), p.doc.text,
-                                json.dumps(p.doc.meta, default=str), p.doc.body_start, _flat(p.units),
+                                json.dumps(p.doc.meta, default=str), p.doc.body_start,
+                                json.dumps(p.doc.layout, default=str), _flat(p.units),
                                 _flat(p.blocks), len(p.doc.text.split()), len(p.chunks),
                                 float(sum(len(x) for x in p.tokens))))
         if df:

@@ -79,10 +79,13 @@ class SpanStore(SpanIndexStore):
         max_document_bytes: int = LoadLimits.max_document_bytes,
         max_front_matter_bytes: int = LoadLimits.max_front_matter_bytes,
         follow_links_outside: bool = False,
+        context_notes: str = "headings",
+        conversion: dict[str, int] | None = None,
     ):
         self._init_common(data_dir, embedding_model, query_prefix, passage_prefix, max_chunk_chars, chunk_overlap,
                           language, stopwords, embed_title, batch_size, device, progress, max_document_bytes,
-                          max_front_matter_bytes, follow_links_outside, embedding_precision)
+                          max_front_matter_bytes, follow_links_outside, embedding_precision,
+                          context_notes=context_notes, conversion=conversion)
         self.cache_dir = cache_dir
         self._index: CorpusIndex | None = None
         self._word_counts: tuple | None = None

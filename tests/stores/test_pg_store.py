@@ -30,7 +30,7 @@ def chunk_tokens(mem):
     tokens = []
     for doc in mem.open().documents:
         blocks, _, chunks = split_document(doc, mem.settings)
-        tokens += [mem.analyzer(index_text(doc, blocks, c, True)) for c in chunks]
+        tokens += [mem.analyzer(index_text(doc, blocks, c, mem.settings)) for c in chunks]
     return tokens
 
 

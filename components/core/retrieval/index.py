@@ -28,6 +28,7 @@ import numpy as np
 from components.core.text.analysis import Analyzer
 from components.core.retrieval.bm25 import InvertedIndex
 from components.core.retrieval.loaders import SourceDocument
+from components.core.documents.layout import heading_breaks, situating_note
 from components.core.text.splitting import TABLE, chunk_units, split_blocks, split_units
 
 FORMAT_VERSION = 2
@@ -45,6 +46,7 @@ class IndexSettings:
     passage_prefix: str = ""
     embed_title: bool = True
     embedding_precision: str = "fp32"  # int8: the embedder's Linear layers quantised (other vectors)
+    context_notes: str = "headings"  # "headings": a note from title + heading path before each chunk; "none"
 
     def identity(self) -> dict:
         """The settings that name an index; fp32 (the default) is left out, so indexes built before the
@@ -52,6 +54,8 @@ class IndexSettings:
         ident = asdict(self)
         if ident["embedding_precision"] == "fp32":
             del ident["embedding_precision"]
+        if ident["context_notes"] == "none":  # indexes built before notes existed embedded the title alone
+            del ident["context_notes"]
         return ident
 
     def key(self) -> str:
@@ -101,7 +105,7 @@ def split_document(doc: SourceDocument, settings: IndexSettings) -> tuple[list, 
     """``(blocks, units, chunks)`` of one document's body, all as ``Span``s of its original text."""
     blocks = split_blocks(doc.text, doc.body_start)
     units = [u for b in blocks for u in split_units(doc.text, b)]
-    chunks = chunk_units(units, settings.max_chunk_chars, settings.chunk_overlap)
+    chunks = chunk_units(units, settings.max_chunk_chars, settings.chunk_overlap, heading_breaks(doc.layout))
     return blocks, units, chunks
 
 
@@ -114,11 +118,16 @@ def _table_header(doc: SourceDocument, blocks, chunk) -> str:
     return ""
 
 
-def index_text(doc: SourceDocument, blocks, chunk, with_title: bool) -> str:
-    """What is embedded and BM25-indexed for a chunk: title + table header + the chunk itself."""
+def index_text(doc: SourceDocument, blocks, chunk, settings: IndexSettings) -> str:
+    """What is embedded and BM25-indexed for a chunk: its situating note (the title, and with
+    ``context_notes: headings`` the heading path — contextual retrieval without a model) + the table header + the
+    chunk itself. Only the chunk is ever a span."""
     parts = []
-    if with_title and doc.meta.get("title"):
-        parts.append(str(doc.meta["title"]))
+    meta = doc.meta if settings.embed_title else {}
+    if settings.context_notes == "headings":
+        parts.append(situating_note(meta, doc.layout, chunk.start))
+    elif meta.get("title"):
+        parts.append(str(meta["title"]))
     if chunk.kind == TABLE:
         parts.append(_table_header(doc, blocks, chunk))
     parts.append(doc.text[chunk.start : chunk.end])
@@ -260,7 +269,7 @@ class _Prepared:
             try:
                 for doc in documents:
                     blocks, units, chunks = split_document(doc, settings)
-                    texts = [index_text(doc, blocks, c, settings.embed_title) for c in chunks]
+                    texts = [index_text(doc, blocks, c, settings) for c in chunks]
                     if not self._put((blocks, units, chunks, texts, [analyzer(t) for t in texts])):
                         return
             except BaseException as exc:  # noqa: BLE001 - re-raised in the consumer

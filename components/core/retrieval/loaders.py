@@ -3,7 +3,9 @@
 Accepted inputs:
 - a folder of ``.txt`` / ``.md`` files (recursively; Markdown may start with YAML front matter between
   ``---`` lines, which becomes metadata and is not indexed; offsets still count from the file's first
-  character, so ``text[char_start:char_end]`` slices the file exactly);
+  character, so ``text[char_start:char_end]`` slices the file exactly) and of ``.pdf`` / ``.html`` / ``.docx``
+  files, converted by ``components.core.documents`` (their converted text is the canonical text that offsets
+  count in; ``layout`` keeps pages and headings);
 - a BEIR folder (``corpus.jsonl`` with ``_id``, ``title``, ``text``);
 - a SQuAD 1.1/2.0 JSON file (each paragraph's context becomes one document ``<title>#<n>``).
 """
@@ -32,19 +34,24 @@ class LoadLimits:
     max_document_bytes: int = 50_000_000
     max_front_matter_bytes: int = 65_536
     follow_links_outside: bool = False  # symbolic links that leave the data folder are skipped unless True
+    max_pages: int = 2_000  # a PDF with more pages is skipped (and listed)
+    max_unpacked_bytes: int = 200_000_000  # a .docx whose archive inflates past this is skipped (zip bombs)
 
 
 @dataclass
 class SourceDocument:
-    """One original document: ``text`` exactly as read; ``body_start`` skips front matter."""
+    """One original document: ``text`` exactly as read (or converted, for PDF/HTML/DOCX); ``body_start`` skips
+    front matter; ``layout`` says where offsets lie in the original (``components.core.documents.layout``)."""
 
     doc_id: str
     text: str
     meta: dict = field(default_factory=dict)
     body_start: int = 0
+    layout: dict = field(default_factory=dict)
 
     def fingerprint(self) -> str:
-        payload = json.dumps([self.doc_id, self.text, self.meta, self.body_start], sort_keys=True, default=str)
+        payload = json.dumps([self.doc_id, self.text, self.meta, self.body_start, self.layout], sort_keys=True,
+                             default=str)
         return hashlib.sha256(payload.encode()).hexdigest()
 
 
@@ -105,7 +112,13 @@ def _read_text_file(path: Path, rel: str, limits: LoadLimits = LoadLimits()) -> 
     meta = {k: (v.isoformat() if hasattr(v, "isoformat") else v) for k, v in meta.items()}
     meta.setdefault("title", path.stem.replace("-", " ").replace("_", " "))
     meta["source"] = rel
-    return SourceDocument(rel, text, meta, body), None
+    layout = {}
+    if path.suffix.lower() in (".md", ".markdown"):
+        from components.core.documents.layout import markdown_headings
+
+        headings = markdown_headings(text, body)
+        layout = {"headings": headings} if headings else {}
+    return SourceDocument(rel, text, meta, body, layout), None
 
 
 def _display(rel: str) -> str:
@@ -166,10 +179,20 @@ def walk_folder(root: Path, limits: LoadLimits = LoadLimits()):
 
 
 def load_folder(root: Path, limits: LoadLimits = LoadLimits()) -> LoadReport:
+    from components.core.documents.convert import CONVERTED_SUFFIXES, ConversionError, convert_file
+
     docs, skipped = [], []
     for path, rel, why in walk_folder(root, limits):
-        if why is None and path.suffix.lower() not in TEXT_SUFFIXES:
-            why = f"unsupported file type '{path.suffix or path.name}' (accepted: .txt, .md)"
+        suffix = path.suffix.lower()
+        if why is None and suffix in CONVERTED_SUFFIXES:
+            try:
+                docs.append(convert_file(path, rel, limits))
+                continue
+            except ConversionError as exc:
+                why = str(exc)
+        if why is None and suffix not in TEXT_SUFFIXES:
+            why = (f"unsupported file type '{path.suffix or path.name}' (accepted: .txt, .md, .pdf, .html, .htm, "
+                   f".docx)")
         if why is None:
             doc, why = _read_text_file(path, rel, limits)
             if doc is not None:
@@ -236,7 +259,7 @@ def load_corpus(location: str | Path, component: str = "document_store", limits:
     if not path.exists():
         raise SpanQAError(
             f"Data location '{location}' (component '{component}', parameter data_dir) does not exist. "
-            f"Pass an existing folder of .txt/.md files, a BEIR folder or a SQuAD JSON file with --data, "
+            f"Pass an existing folder of .txt/.md/.pdf/.html/.docx files, a BEIR folder or a SQuAD JSON file with --data, "
             f"or fix data_dir in the pipeline YAML (relative paths are resolved from the current directory)."
         )
     try:
@@ -256,7 +279,7 @@ def load_corpus(location: str | Path, component: str = "document_store", limits:
         else:
             raise SpanQAError(
                 f"Data location '{location}' (component '{component}') is a file spanqa cannot read as a corpus: "
-                f"give a folder of .txt/.md files, a BEIR folder (with corpus.jsonl) or a SQuAD .json file."
+                f"give a folder of .txt/.md/.pdf/.html/.docx files, a BEIR folder (with corpus.jsonl) or a SQuAD .json file."
             )
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise SpanQAError(f"Could not read '{location}' (component '{component}'): {exc}. Fix or re-export the file.") from None
@@ -264,6 +287,6 @@ def load_corpus(location: str | Path, component: str = "document_store", limits:
         why = f" ({len(report.skipped)} files skipped: " + "; ".join(f"{p}: {r}" for p, r in report.skipped[:5]) + ")" if report.skipped else ""
         raise SpanQAError(
             f"Data location '{location}' (component '{component}') holds no usable documents{why}. "
-            f"Add .txt or .md files (UTF-8, non-empty), or point --data at a BEIR folder or a SQuAD JSON file."
+            f"Add .txt, .md, .pdf, .html or .docx files (non-empty), or point --data at a BEIR folder or a SQuAD JSON file."
         )
     return report

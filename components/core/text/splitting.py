@@ -274,12 +274,15 @@ def named_keys(sentence: str) -> list[str]:
     return list(dict.fromkeys(_NAMED_KEY.findall(sentence)))
 
 
-def chunk_units(units: list[Span], max_chars: int = 800, overlap: float = 0.15) -> list[Span]:
+def chunk_units(units: list[Span], max_chars: int = 800, overlap: float = 0.15,
+                breaks: frozenset[int] | set[int] = frozenset()) -> list[Span]:
     """Group consecutive units into chunks of at most ``max_chars`` characters (a longer unit stays whole).
 
     Neighbouring chunks share whole trailing units worth up to ``overlap`` of the chunk's characters (at
     least one unit when the chunk has three or more units and the fraction is positive), so an answer
-    that straddles a boundary is whole in one of them. A chunk never mixes block kinds.
+    that straddles a boundary is whole in one of them. A chunk never mixes block kinds, and never runs across
+    an offset in ``breaks`` (a heading or a page start: a unit starting there opens a new chunk, with no overlap
+    carried over it), so each chunk lies in one section of one page.
     """
     if not 0 <= overlap < 0.5:
         raise ValueError(f"overlap must be in [0, 0.5), got {overlap}")
@@ -287,13 +290,14 @@ def chunk_units(units: list[Span], max_chars: int = 800, overlap: float = 0.15) 
     i, n = 0, len(units)
     while i < n:
         j = i + 1
-        while j < n and units[j].kind == units[i].kind and units[j].end - units[i].start <= max_chars:
+        while (j < n and units[j].kind == units[i].kind and units[j].end - units[i].start <= max_chars
+               and units[j].start not in breaks):
             j += 1
         chunks.append(Span(units[i].start, units[j - 1].end, units[i].kind))
         if j >= n:
             break
         nxt = j
-        if overlap > 0 and units[j].kind == units[i].kind:
+        if overlap > 0 and units[j].kind == units[i].kind and units[j].start not in breaks:
             budget = overlap * (units[j - 1].end - units[i].start)
             k = j
             while k - 1 > i and units[j - 1].end - units[k - 1].start <= budget:

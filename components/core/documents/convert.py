@@ -1,0 +1,55 @@
+"""One door for files that are not plain text: ``.pdf``, ``.html``/``.htm`` and ``.docx`` become a
+``SourceDocument`` whose text is canonical (what both stores keep and every span slices) and whose ``layout`` says
+where each offset lies in the original (pages, headings). A file that cannot be converted raises
+``ConversionError`` with the reason — encrypted, no text layer, corrupt, a zip bomb, over a limit — and the loader
+lists it as skipped; nothing else escapes.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from components.core.documents.errors import ConversionError
+from components.core.documents.layout import markdown_headings
+
+if TYPE_CHECKING:
+    from components.core.retrieval.loaders import LoadLimits, SourceDocument
+
+CONVERTED_SUFFIXES = {".pdf": "pdf", ".html": "html", ".htm": "html", ".docx": "docx"}
+
+
+def convert_file(path: Path, rel: str, limits: "LoadLimits") -> "SourceDocument":
+    """The converted document of ``path`` (shown as ``rel``), or ``ConversionError``."""
+    from components.core.documents.pdf import file_sha256, read_pdf
+    from components.core.retrieval.loaders import SourceDocument
+
+    kind = CONVERTED_SUFFIXES[path.suffix.lower()]
+    try:
+        if kind == "pdf":
+            text, meta, layout = read_pdf(path, limits.max_document_bytes, limits.max_pages)
+        elif kind == "html":
+            from components.core.documents.html import read_html
+
+            text, meta = read_html(path, limits.max_document_bytes)
+            layout = {"format": "html"}
+        else:
+            from components.core.documents.docx import read_docx
+
+            text, meta = read_docx(path, limits.max_document_bytes, limits.max_unpacked_bytes)
+            layout = {"format": "docx"}
+    except ConversionError:
+        raise
+    except RecursionError:
+        raise ConversionError(f"nested too deeply to convert ({kind})") from None
+    except MemoryError:
+        raise ConversionError(f"too large to convert in memory ({kind}); split the file") from None
+    except Exception as exc:  # noqa: BLE001 - a damaged file must be listed, never crash the whole index
+        raise ConversionError(f"could not be converted ({type(exc).__name__}: {str(exc)[:160]})") from None
+    if kind != "pdf":
+        layout["headings"] = markdown_headings(text)
+    layout["file"] = rel
+    layout["sha256"] = file_sha256(path)
+    meta.setdefault("title", path.stem.replace("-", " ").replace("_", " "))
+    meta["source"] = rel
+    return SourceDocument(rel, text, meta, 0, layout)

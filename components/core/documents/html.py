@@ -1,0 +1,105 @@
+"""HTML: the main content (not navigation, footers or scripts) as Markdown-shaped text, with ``<meta>`` fields.
+
+Why trafilatura: it is the main-content extractor Haystack's own ``HTMLToDocument`` uses, well kept and measured
+on web pages; it keeps headings, tables (rows and the header row) and code blocks and drops navigation,
+footers, scripts and styles. Its XML (``<head rend="h2">``, ``<p>``, ``<list>``, ``<table>``/``<row>``/``<cell>``,
+``<code>``) is written here as Markdown-shaped canonical text — heading lines, pipe-table rows, fenced code — so the
+one splitter reads it exactly as it reads a Markdown file (trafilatura's own Markdown output adds ``**bold**``
+markers that would end up inside spans).
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+from components.core.documents.errors import ConversionError
+from components.core.documents.meta import FIELDS, plain_value
+
+_TRAILING = re.compile(r"[ \t]+$", re.MULTILINE)
+
+
+def _meta_tags(html: str) -> dict[str, Any]:
+    """``<meta name=... content=...>`` fields spanqa knows (status, superseded_by, ...) and ``<title>``."""
+    import lxml.html
+
+    try:
+        tree = lxml.html.document_fromstring(html)
+    except (ValueError, lxml.etree.ParserError):
+        return {}
+    out: dict[str, Any] = {}
+    for el in tree.iter("meta"):
+        name = (el.get("name") or el.get("property") or "").strip().lower().replace("-", "_")
+        name = name.removeprefix("og:").removeprefix("dc.")
+        if name in FIELDS and (el.get("content") or "").strip():
+            out.setdefault(name, el.get("content").strip())
+    return out
+
+
+def _flat(el) -> str:
+    return " ".join("".join(el.itertext()).split())
+
+
+def xml_to_markdown(xml: str) -> str:
+    """trafilatura's XML → Markdown-shaped text: blocks separated by a blank line."""
+    from lxml import etree
+
+    root = etree.fromstring(xml.encode("utf-8"), parser=etree.XMLParser(resolve_entities=False, no_network=True,
+                                                                       huge_tree=False))
+    main = root.find("main")
+    blocks: list[str] = []
+    for el in (main if main is not None else root):
+        tag = el.tag
+        if tag == "head":
+            rend = el.get("rend") or "h2"
+            level = int(rend[1]) if len(rend) == 2 and rend[1].isdigit() else 2
+            if _flat(el):
+                blocks.append("#" * level + " " + _flat(el))
+        elif tag == "table":
+            rows = [[_flat(c).replace("|", "/") for c in row.iter("cell")] for row in el.iter("row")]
+            rows = [r for r in rows if any(r)]
+            if rows:
+                width = max(len(r) for r in rows)
+                rows = [r + [""] * (width - len(r)) for r in rows]
+                lines = ["| " + " | ".join(rows[0]) + " |", "|" + "---|" * width]
+                blocks.append("\n".join(lines + ["| " + " | ".join(r) + " |" for r in rows[1:]]))
+        elif tag == "list":
+            items = [_flat(i) for i in el.iter("item") if _flat(i)]
+            if items:
+                blocks.append("\n".join("- " + i for i in items))
+        elif tag == "code":
+            code = "".join(el.itertext()).strip("\n")
+            if code.strip():
+                blocks.append("```\n" + _TRAILING.sub("", code) + "\n```")
+        elif tag in ("p", "quote"):
+            if _flat(el):
+                blocks.append(_flat(el))
+    return "\n\n".join(blocks) + ("\n" if blocks else "")
+
+
+def read_html(path: Path, max_bytes: int) -> tuple[str, dict[str, Any]]:
+    """``(canonical text, meta)`` of an HTML file, or ``ConversionError``."""
+    import trafilatura
+
+    raw = path.read_bytes()[: max_bytes + 1]
+    if len(raw) > max_bytes:
+        raise ConversionError(f"larger than max_document_bytes ({max_bytes:,} bytes)")
+    if b"\x00" in raw[:8192]:
+        raise ConversionError("binary file with an .html name")
+    html = raw.decode("utf-8", errors="replace")
+    xml = trafilatura.extract(html, output_format="xml", include_tables=True, include_formatting=False,
+                              include_comments=False, include_links=False, include_images=False,
+                              favor_recall=True, deduplicate=False, with_metadata=False)
+    text = xml_to_markdown(xml) if xml else ""
+    if not text.strip():
+        raise ConversionError("no main content found in the page (navigation, scripts or an empty body only)")
+    meta: dict[str, Any] = {}
+    info = trafilatura.extract_metadata(html)
+    if info is not None:
+        for key in ("title", "date", "description", "author"):
+            value = getattr(info, key, None)
+            if value:
+                meta[key] = plain_value(value)
+    meta.update(_meta_tags(html))
+    return text, meta

@@ -1,0 +1,225 @@
+"""PDF: the text layer page by page (PDFium, through pypdfium2), its outline as headings, the character boxes of a
+span and the page rendered with the span highlighted.
+
+Why pypdfium2: one well-kept library (Google's PDFium, the engine of Chromium's viewer) gives all four things
+spanqa needs — the text layer, each character's box on its page, the outline, and a renderer — so the boxes we
+highlight come from the same engine that extracted the text (pypdf has no renderer; pdfminer has no renderer and is
+~10× slower).
+
+Canonical text: each page's text as PDFium reads it, with ``\\r\\n`` line ends made ``\\n`` and a blank line after
+a line that is an outline heading (so the one splitter sees the heading as its own block); pages are joined with a
+blank line. ``page_text`` returns, with the text, the PDFium character index of every canonical character (−1
+for one it inserted), so a span's boxes are found again from the file at any time without storing them.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import io
+import threading
+from pathlib import Path
+from typing import Any
+
+from components.core.documents.errors import ConversionError
+from components.core.documents.meta import keyword_fields
+
+PAGE_SEPARATOR = "\n\n"
+PDFIUM_LOCK = threading.RLock()  # PDFium is not thread-safe: one call into it at a time per process
+
+
+def _locked(fn):
+    @functools.wraps(fn)
+    def call(*args, **kwargs):
+        with PDFIUM_LOCK:
+            return fn(*args, **kwargs)
+    return call
+
+
+def _open(path: Path, max_bytes: int):
+    import pypdfium2 as pdfium
+
+    if path.stat().st_size > max_bytes:
+        raise ConversionError(f"larger than max_document_bytes ({max_bytes:,} bytes)")
+    try:
+        return pdfium.PdfDocument(str(path))
+    except pdfium.PdfiumError as exc:
+        text = str(exc)
+        if "password" in text.lower():
+            raise ConversionError("encrypted PDF (a password is needed to read it); index a decrypted copy "
+                                  "(e.g. `qpdf --decrypt in.pdf out.pdf`)") from None
+        raise ConversionError(f"not a readable PDF ({text.split('(', 1)[-1].rstrip(').') or text})") from None
+
+
+def page_text(textpage, heading_titles: list[str] = ()) -> tuple[str, list[int]]:
+    """``(text, index)`` of one page: the canonical text and, for each of its characters, PDFium's character index
+    (−1 where a character was inserted). ``\\r\\n`` → ``\\n``; a line equal to a heading title gets a blank line
+    after it."""
+    raw = textpage.get_text_range()
+    n = textpage.count_chars()
+    if len(raw) != n:  # characters outside the BMP: PDFium's UTF-16 text is longer than its char count
+        import pypdfium2.raw as pdfium_c
+
+        raw = "".join(chr(pdfium_c.FPDFText_GetUnicode(textpage.raw, i) or 32) for i in range(n))
+    out: list[str] = []
+    index: list[int] = []
+    titles = {t.strip().lower() for t in heading_titles if t.strip()}
+    line_start = 0
+    i = 0
+    while i < len(raw):
+        ch = raw[i]
+        if ch == "\r" and i + 1 < len(raw) and raw[i + 1] == "\n":
+            i += 1  # the \n below stands for both
+            ch = raw[i]
+        elif ch == "\r":
+            ch = "\n"
+        if ch in "\x00\x02":  # PDFium's marks for a soft hyphen at a line end / unknown glyph
+            ch = "-" if ch == "\x02" else " "
+        out.append(ch)
+        index.append(i)
+        if ch == "\n":
+            line = "".join(out[line_start:-1]).strip().lower()
+            if line and line in titles:
+                out.append("\n")
+                index.append(-1)
+            line_start = len(out)
+        i += 1
+    return "".join(out), index
+
+
+def _outline(pdf) -> list[tuple[int, int, str]]:
+    """``(page index, level, title)`` of each outline entry with a destination page."""
+    items = []
+    try:
+        for bm in pdf.get_toc(max_depth=8):
+            dest = bm.get_dest()
+            page = dest.get_index() if dest is not None else None
+            title = (bm.get_title() or "").strip()
+            if page is not None and title:
+                items.append((page, bm.level + 1, title))
+    except Exception:  # noqa: BLE001 - a damaged outline never stops the text from being read
+        return []
+    return items
+
+
+def _pdf_date(value: str) -> str:
+    """``D:20250301120000Z`` → ``2025-03-01`` (what filters compare); anything else unchanged."""
+    v = value[2:] if value.startswith("D:") else value
+    return f"{v[0:4]}-{v[4:6]}-{v[6:8]}" if len(v) >= 8 and v[:8].isdigit() else value
+
+
+@_locked
+def read_pdf(path: Path, max_bytes: int, max_pages: int) -> tuple[str, dict[str, Any], dict[str, Any]]:
+    """``(canonical text, meta, layout)`` of a PDF, or ``ConversionError`` with the reason it cannot be indexed."""
+    pdf = _open(path, max_bytes)
+    try:
+        n_pages = len(pdf)
+        if n_pages > max_pages:
+            raise ConversionError(f"{n_pages:,} pages, more than max_pages ({max_pages:,}); raise it in the "
+                                  f"store's `conversion:` section or split the file")
+        outline = _outline(pdf)
+        parts: list[str] = []
+        pages: list[list[int]] = []
+        headings: list[list] = []
+        pos = 0
+        for p in range(n_pages):
+            page = pdf[p]
+            titles = [t for (pi, _lvl, t) in outline if pi == p]
+            text, _index = page_text(page.get_textpage(), titles)
+            if p:
+                parts.append(PAGE_SEPARATOR)
+                pos += len(PAGE_SEPARATOR)
+            pages.append([pos, pos + len(text)])
+            low = text.lower()
+            cursor = 0
+            for pi, level, title in outline:
+                if pi != p:
+                    continue
+                at = low.find(title.lower(), cursor)
+                headings.append([pos + (at if at != -1 else 0), level, title])
+                cursor = at + len(title) if at != -1 else cursor
+            parts.append(text)
+            pos += len(text)
+        text = "".join(parts)
+        if not text.strip():
+            raise ConversionError("no text layer (a scanned PDF?) — OCR is not supported; index a PDF with a text "
+                                  "layer or its text")
+        info = pdf.get_metadata_dict(skip_empty=True)
+    finally:
+        pdf.close()
+    meta: dict[str, Any] = {}
+    if info.get("Title"):
+        meta["title"] = info["Title"]
+    if info.get("Author"):
+        meta["author"] = info["Author"]
+    if info.get("Subject"):
+        meta["subject"] = info["Subject"]
+    for key, name in (("CreationDate", "created"), ("ModDate", "modified")):
+        if info.get(key):
+            meta[name] = _pdf_date(info[key])
+    meta.update(keyword_fields(info.get("Keywords") or ""))
+    layout = {"format": "pdf", "pages": pages, "headings": sorted(headings)}
+    return text, meta, layout
+
+
+def file_sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+@_locked
+def span_boxes(path: Path, layout: dict, start: int, end: int) -> dict[int, list[tuple[float, float, float, float]]]:
+    """``{page: [(left, bottom, right, top), ...]}`` in PDF points of the characters of ``[start, end)`` of the
+    canonical text — read again from the file through the same ``page_text`` mapping that made the text."""
+    import pypdfium2 as pdfium
+
+    pdf = pdfium.PdfDocument(str(path))
+    try:
+        outline = _outline(pdf)
+        out: dict[int, list] = {}
+        for n, (p0, p1) in enumerate(layout.get("pages") or [], start=1):
+            if p1 <= start or p0 >= end:
+                continue
+            textpage = pdf[n - 1].get_textpage()
+            _text, index = page_text(textpage, [t for (pi, _l, t) in outline if pi == n - 1])
+            boxes = []
+            for c in range(max(start, p0) - p0, min(end, p1) - p0):
+                i = index[c] if c < len(index) else -1
+                if i < 0:
+                    continue
+                box = textpage.get_charbox(i)
+                if box[2] > box[0] and box[3] > box[1]:  # spaces and line ends have no ink
+                    boxes.append(tuple(float(v) for v in box))
+            out[n] = boxes
+        return out
+    finally:
+        pdf.close()
+
+
+@_locked
+def render_page(path: Path, page: int, highlights: list[tuple[list, tuple[int, int, int, int]]],
+                scale: float = 1.5) -> bytes:
+    """The 1-based ``page`` rendered to PNG, each ``(boxes, rgba)`` of ``highlights`` painted over its boxes."""
+    import pypdfium2 as pdfium
+    from PIL import Image, ImageDraw
+
+    pdf = pdfium.PdfDocument(str(path))
+    try:
+        if not 1 <= page <= len(pdf):
+            raise ConversionError(f"page {page} is not in the file (it has {len(pdf)})")
+        pg = pdf[page - 1]
+        height = pg.get_height()
+        image = pg.render(scale=scale).to_pil().convert("RGBA")
+    finally:
+        pdf.close()
+    overlay = Image.new("RGBA", image.size, (0, 0, 0, 0))
+    draw = ImageDraw.Draw(overlay)
+    for boxes, colour in highlights:
+        for left, bottom, right, top in boxes:  # PDF y grows upwards, the image's downwards
+            draw.rectangle([left * scale, (height - top) * scale, right * scale, (height - bottom) * scale], fill=colour)
+    out = io.BytesIO()
+    Image.alpha_composite(image, overlay).convert("RGB").save(out, format="PNG", optimize=False)
+    return out.getvalue()
