@@ -31,8 +31,11 @@ demo: setup
 		--query "What is the refund window for annual plans?" \
 		--query "What does ERR-4012 mean?" \
 		--query "How many devices can the Hub Mini control?" \
-		--query "How much does the Glow plan cost per month in Japanese yen?" && \
-	echo "demo: models, index and four answers in $$(( $$(date +%s) - start )) s (load average $$(cut -d' ' -f1-3 /proc/loadavg))"
+		--query "How much does the Glow plan cost per month in Japanese yen?" \
+		--query "What is the maximum bug bounty payout?" \
+		--query "How much does the Hub Pro weigh?" \
+		--query "How far ahead must planned maintenance be announced?" && \
+	echo "demo: models, index and seven answers (a PDF, an HTML page and a Word file among the sources) in $$(( $$(date +%s) - start )) s (load average $$(cut -d' ' -f1-3 /proc/loadavg))"
 
 test: setup
 	$(BIN)/python -m pytest -q

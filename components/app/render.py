@@ -59,7 +59,9 @@ def print_answer(console: Console, result: dict[str, Any], source) -> None:
             ctx.append(plain(text[s:e]), style="bold black on yellow")
             ctx.append(" " + " ".join(plain(text[e : e + CONTEXT_CHARS]).split()) + "…")
             console.print(ctx)
-            console.print(f"[dim]source: {safe(span['doc_id'])} chars {s}–{e}[/dim]")
+            cite = (span.get("location") or {}).get("cite")
+            where = f"{safe(cite)} · " if cite and cite != span["doc_id"] else f"{safe(span['doc_id'])} "
+            console.print(f"[dim]source: {where}chars {s}–{e}[/dim]")
             for other in result["spans"][1:]:  # evidence beyond the context shown (a code key's naming sentence)
                 shown = other["doc_id"] == span["doc_id"] and other["char_start"] < e + CONTEXT_CHARS and (
                     other["char_end"] > s - CONTEXT_CHARS)

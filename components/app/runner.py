@@ -97,7 +97,7 @@ def _by_type(pipeline, *class_names: str) -> list[str]:
 
 
 def doc_json(d) -> dict[str, Any]:
-    return {
+    out = {
         "doc_id": d.meta.get("doc_id"),
         "chunk_id": d.meta.get("chunk_id", d.id),
         "char_start": d.meta.get("char_start"),
@@ -105,6 +105,25 @@ def doc_json(d) -> dict[str, Any]:
         "score": d.score,
         "text": d.content,
     }
+    for key in ("page", "heading_path"):  # where the chunk lies in the original file (converted documents)
+        if d.meta.get(key):
+            out[key] = d.meta[key]
+    return out
+
+
+def add_locations(spans: list[dict[str, Any]], source) -> None:
+    """Give each span with offsets its ``location`` in the original file (``components.core.documents.layout``):
+    file, format, page (of how many) and heading path, and ``cite`` — "page 3 of refund-policy.pdf"."""
+    from components.core.documents.layout import locate
+
+    for span in spans:
+        if span.get("doc_id") is None or span.get("char_start") is None:
+            continue
+        try:
+            document = source(span["doc_id"])[0]
+        except SpanQAError:
+            continue
+        span["location"] = locate(document, int(span["char_start"]), int(span["char_end"]))
 
 
 def unique_doc_ids(documents) -> list[str]:
@@ -283,6 +302,7 @@ class QueryRunner:
         result["_stages"] = {s: unique_doc_ids(docs) for s, docs in stages.items()}
         if self.readers:
             result.update(self._answer(out))
+            add_locations(result["spans"], self.store().source)
             windows = out.get(self.expander, {}).get("documents", []) if self.expander else []
             result["_read"] = [doc_json(w) for w in windows]
             usage = result.get("usage") or {}

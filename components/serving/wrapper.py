@@ -79,8 +79,10 @@ def chat_text(result: dict[str, Any]) -> str:
     if result.get("answer") is None:
         reason = result.get("reason")
         return NOT_FOUND_TEXT + (f" ({one_line(reason, 200)})" if reason else "")
-    sources = list(dict.fromkeys((s["doc_id"], s["char_start"], s["char_end"]) for s in result.get("spans") or []))
-    cited = "\n".join(f"[{i}] {doc} chars {start}–{end}" for i, (doc, start, end) in enumerate(sources, start=1))
+    sources = list(dict.fromkeys((s["doc_id"], s["char_start"], s["char_end"], (s.get("location") or {}).get("cite"))
+                                 for s in result.get("spans") or []))
+    cited = "\n".join(f"[{i}] {cite + ',' if cite and cite != doc else doc} chars {start}–{end}"
+                      for i, (doc, start, end, cite) in enumerate(sources, start=1))
     return f"{result['answer']}\n\nSources:\n{cited}" if cited else result["answer"]
 
 

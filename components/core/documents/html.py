@@ -97,7 +97,7 @@ def read_html(path: Path, max_bytes: int) -> tuple[str, dict[str, Any]]:
     meta: dict[str, Any] = {}
     info = trafilatura.extract_metadata(html)
     if info is not None:
-        for key in ("title", "date", "description", "author"):
+        for key in ("title", "description", "author"):  # not its date: a guess (a footer's "© 2025" becomes 2025-01-01)
             value = getattr(info, key, None)
             if value:
                 meta[key] = plain_value(value)

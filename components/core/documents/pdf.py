@@ -51,39 +51,69 @@ def _open(path: Path, max_bytes: int):
         raise ConversionError(f"not a readable PDF ({text.split('(', 1)[-1].rstrip(').') or text})") from None
 
 
+def _line_breaks(raw: str, textpage) -> dict[int, bool]:
+    """For each ``\\r\\n`` / ``\\n`` line end of PDFium's text (raw index of the ``\\n``): True when it ends a
+    paragraph — the next line's baseline lies further below than 1.3× the pitch of wrapping lines (the page's
+    lower quartile: a blank line, a heading's space) — False for a line that merely wraps."""
+    import ctypes
+
+    import pypdfium2.raw as pdfium_c
+
+    def baseline(index: int) -> float:
+        x, y = ctypes.c_double(), ctypes.c_double()
+        pdfium_c.FPDFText_GetCharOrigin(textpage.raw, index, ctypes.byref(x), ctypes.byref(y))
+        return y.value
+
+    ends = [k for k, ch in enumerate(raw) if ch == "\n"]
+    pitch: dict[int, float] = {}
+    for k in ends:
+        a = k - 2 if k >= 1 and raw[k - 1] == "\r" else k - 1
+        while a >= 0 and raw[a].isspace():
+            a -= 1
+        b = k + 1
+        while b < len(raw) and raw[b].isspace():
+            b += 1
+        if a < 0 or b >= len(raw):
+            continue
+        pitch[k] = baseline(a) - baseline(b)  # baseline of the line above − the line below
+    usual = sorted(v for v in pitch.values() if v > 0)
+    wrap = usual[len(usual) // 4] if usual else 0.0  # the lower quartile: the pitch of lines that wrap
+    return {k: (wrap <= 0 or pitch.get(k, 0) <= 0 or pitch[k] > 1.3 * wrap) for k in ends}
+
+
 def page_text(textpage, heading_titles: list[str] = ()) -> tuple[str, list[int]]:
     """``(text, index)`` of one page: the canonical text and, for each of its characters, PDFium's character index
-    (−1 where a character was inserted). ``\\r\\n`` → ``\\n``; a line equal to a heading title gets a blank line
-    after it."""
+    (−1 where a character was inserted). A line that wraps inside a paragraph ends in a space (same length), a line
+    that ends a paragraph — or is a heading title — is followed by a blank line, so the one splitter sees the
+    paragraphs; the rest is PDFium's text unchanged."""
     raw = textpage.get_text_range()
     n = textpage.count_chars()
     if len(raw) != n:  # characters outside the BMP: PDFium's UTF-16 text is longer than its char count
         import pypdfium2.raw as pdfium_c
 
         raw = "".join(chr(pdfium_c.FPDFText_GetUnicode(textpage.raw, i) or 32) for i in range(n))
+    breaks = _line_breaks(raw, textpage)
+    titles = {t.strip().lower() for t in heading_titles if t.strip()}
     out: list[str] = []
     index: list[int] = []
-    titles = {t.strip().lower() for t in heading_titles if t.strip()}
     line_start = 0
-    i = 0
-    while i < len(raw):
-        ch = raw[i]
+    for i, ch in enumerate(raw):
         if ch == "\r" and i + 1 < len(raw) and raw[i + 1] == "\n":
-            i += 1  # the \n below stands for both
-            ch = raw[i]
-        elif ch == "\r":
-            ch = "\n"
-        if ch in "\x00\x02":  # PDFium's marks for a soft hyphen at a line end / unknown glyph
+            continue  # the \n stands for both
+        if ch in "\x00\x02":  # PDFium's marks for an unknown glyph / a soft hyphen at a line end
             ch = "-" if ch == "\x02" else " "
+        if ch in "\r\n":
+            line = "".join(out[line_start:]).strip().lower()
+            if breaks.get(i, True) or (line and line in titles):
+                out += ["\n", "\n"]
+                index += [i, -1]
+            else:
+                out.append(" ")
+                index.append(i)
+            line_start = len(out)
+            continue
         out.append(ch)
         index.append(i)
-        if ch == "\n":
-            line = "".join(out[line_start:-1]).strip().lower()
-            if line and line in titles:
-                out.append("\n")
-                index.append(-1)
-            line_start = len(out)
-        i += 1
     return "".join(out), index
 
 
