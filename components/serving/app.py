@@ -24,7 +24,7 @@ from types import ModuleType
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import HTMLResponse, JSONResponse
+from fastapi.responses import HTMLResponse, JSONResponse, Response
 from fastapi.staticfiles import StaticFiles
 from starlette.concurrency import run_in_threadpool
 
@@ -109,13 +109,22 @@ def add_routes(app: FastAPI, config: ServingConfig, wrapper: SpanQAPipelineWrapp
         return JSONResponse(await run_in_threadpool(source_passage, wrapper.runner.store(), doc_id, char_start,
                                                     char_end))
 
+    @app.get(f"/{name}/page_image", tags=["pipelines"], response_class=Response,
+             summary="A PDF page rendered as PNG with the span [char_start, char_end) highlighted")
+    async def page_image(doc_id: str, page: int, char_start: int, char_end: int, evidence: str = "") -> Response:
+        from components.serving.page_image import page_image as render
+
+        wrapper._require_ready()
+        png = await run_in_threadpool(render, wrapper.runner.store(), doc_id, page, char_start, char_end, evidence)
+        return Response(png, media_type="image/png", headers={"Cache-Control": "no-store"})
+
     page = (PAGE_DIR / "index.html").read_text(encoding="utf-8")
     page = page.replace("{{PIPELINE}}", html.escape(name, quote=True)).replace(
         "{{READING}}", "true" if wrapper.runner.readers else "false")
 
     @app.get("/", include_in_schema=False)
     async def index() -> HTMLResponse:
-        return HTMLResponse(page, headers={"Content-Security-Policy": "default-src 'self'; frame-ancestors 'none'"})
+        return HTMLResponse(page, headers={"Content-Security-Policy": "default-src 'self'; img-src 'self' blob:; frame-ancestors 'none'"})
 
     app.mount("/page", StaticFiles(directory=PAGE_DIR), name="spanqa-page")
 

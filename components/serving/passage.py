@@ -53,4 +53,6 @@ def source_passage(store, doc_id: str, start: int, end: int) -> dict[str, Any]:
         raise Refused(400, f"char_start {start} lies in the document's front matter (metadata, never a passage); "
                            f"its text starts at {body_start}")
     lo, hi = passage_bounds(blocks, body_start, len(text), start, end)
-    return {"doc_id": doc_id, "start": lo, "end": hi, "text": text[lo:hi]}
+    from components.core.documents.layout import locate
+
+    return {"doc_id": doc_id, "start": lo, "end": hi, "text": text[lo:hi], "location": locate(document, start, end)}

@@ -74,8 +74,37 @@
     const q = new URLSearchParams({doc_id: span.doc_id, char_start: span.char_start, char_end: span.char_end});
     const passage = await call("/" + encodeURIComponent(pipeline) + "/source?" + q.toString());
     highlight($("passage"), passage.text, passage.start, span.char_start, span.char_end);
-    $("passage-source").textContent = "(" + span.doc_id + ", chars " + span.char_start + "–" + span.char_end + ")";
+    const where = (passage.location && passage.location.cite) || span.doc_id;
+    $("passage-source").textContent = "(" + where + ", chars " + span.char_start + "–" + span.char_end + ")";
     show("passage-box", true);
+    await renderPage(span, passage.location || {});
+  }
+
+  // A PDF answer: the page as the person sees it, rendered by the server with the span's characters highlighted
+  // (evidence sentences lighter). Fetched with the key like every call, shown from a blob: URL.
+  let pageUrl = null;
+  async function renderPage(span, location) {
+    show("page-box", false);
+    if (pageUrl) { URL.revokeObjectURL(pageUrl); pageUrl = null; }
+    if (location.format !== "pdf" || !location.page) return;
+    const evidence = (span.evidence || []).filter((e) => e.doc_id === span.doc_id)
+      .map((e) => e.char_start + "-" + e.char_end).slice(0, 20).join(",");
+    const q = new URLSearchParams({doc_id: span.doc_id, page: location.page, char_start: span.char_start,
+                                   char_end: span.char_end, evidence: evidence});
+    const response = await fetch("/" + encodeURIComponent(pipeline) + "/page_image?" + q.toString(),
+                                 {headers: authHeaders()});
+    if (!response.ok) {
+      $("page-caption").textContent = "The page cannot be shown (" + response.status + ").";
+      $("page-image").removeAttribute("src");
+      show("page-box", true);
+      return;
+    }
+    pageUrl = URL.createObjectURL(await response.blob());
+    const img = $("page-image");
+    img.alt = location.cite + ", the answer highlighted";
+    img.src = pageUrl;
+    $("page-caption").textContent = location.cite;
+    show("page-box", true);
   }
 
   function renderAnswer(result) {

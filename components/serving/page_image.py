@@ -1,0 +1,74 @@
+"""A PDF page rendered server-side with the answer's characters highlighted (``GET /{name}/page_image``).
+
+The page is rendered from the very file that was indexed: its path is the store's ``data_dir`` joined with the
+document's ``layout["file"]`` (never a path from the request), it must stay inside ``data_dir``, and its SHA-256 must
+equal the one recorded at indexing — otherwise 409 (the file changed; re-index). The boxes come from
+``components.core.documents.pdf.span_boxes`` (the same PDFium text that made the canonical text), so the highlight
+covers exactly ``text[char_start:char_end]``; evidence ranges are painted lighter.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from components.serving.limits import Refused
+from components.serving.passage import check_offsets
+
+ANSWER_RGBA = (255, 200, 0, 110)
+EVIDENCE_RGBA = (120, 170, 255, 60)
+MAX_EVIDENCE = 20
+
+
+def parse_ranges(value: str) -> list[tuple[int, int]]:
+    """``"12-40,55-80"`` → ``[(12, 40), (55, 80)]`` (at most ``MAX_EVIDENCE``); 400 on anything else."""
+    out = []
+    for part in filter(None, (value or "").split(",")):
+        a, sep, b = part.partition("-")
+        if not (sep and a.strip().isdigit() and b.strip().isdigit()):
+            raise Refused(400, f"evidence must be ranges like 12-40,55-80 (got {part[:40]!r})")
+        out.append((int(a), int(b)))
+    if len(out) > MAX_EVIDENCE:
+        raise Refused(400, f"at most {MAX_EVIDENCE} evidence ranges")
+    return out
+
+
+def pdf_file(store, document) -> Path:
+    """The indexed PDF of ``document`` on disk — checked to be inside ``data_dir`` and unchanged."""
+    from components.core.documents.pdf import file_sha256
+
+    layout = document.layout or {}
+    if layout.get("format") != "pdf" or not layout.get("file"):
+        raise Refused(404, f"document {document.doc_id!r} is not a PDF: it has no pages to render")
+    root = Path(store.data_dir).resolve()
+    path = (root / layout["file"]).resolve()
+    if not path.is_relative_to(root) and not store.limits.follow_links_outside:
+        raise Refused(404, f"the file of {document.doc_id!r} lies outside the data folder")
+    if not path.is_file():
+        raise Refused(409, f"{layout['file']} is no longer in the data folder {store.data_dir}; re-index")
+    if file_sha256(path) != layout.get("sha256"):
+        raise Refused(409, f"{layout['file']} changed since it was indexed; re-index to see its pages")
+    return path
+
+
+def page_image(store, doc_id: str, page: int, start: int, end: int, evidence: str = "") -> bytes:
+    """PNG bytes of page ``page`` of the PDF ``doc_id`` with ``[start, end)`` highlighted."""
+    from components.core.documents.pdf import render_page, span_boxes
+    from components.core.errors import SpanQAError
+
+    if "\x00" in doc_id or len(doc_id) > 4096:
+        raise Refused(404, f"document {doc_id[:80]!r} is not in the index")
+    try:
+        document = store.source(doc_id)[0]
+    except SpanQAError:
+        raise Refused(404, f"document {doc_id!r} is not in the index") from None
+    check_offsets(start, end, len(document.text))
+    pages = (document.layout or {}).get("pages") or []
+    path = pdf_file(store, document)
+    if not 1 <= page <= len(pages):
+        raise Refused(400, f"page {page} is not in {doc_id} (it has {len(pages)} pages)")
+    ranges = parse_ranges(evidence)
+    for s, e in ranges:
+        check_offsets(s, e, len(document.text))
+    highlights = [(span_boxes(path, document.layout, s, e).get(page, []), EVIDENCE_RGBA) for s, e in ranges]
+    highlights.append((span_boxes(path, document.layout, start, end).get(page, []), ANSWER_RGBA))
+    return render_page(path, page, highlights)

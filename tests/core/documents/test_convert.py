@@ -1,0 +1,156 @@
+"""PDF, HTML and DOCX files built in the test (fpdf2, python-docx, a real page) → canonical text, layout and
+metadata; every bad file skipped with its reason, never a crash."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from benchmarks.make_documents import (
+    HUB_PRO,
+    SECURITY,
+    SLA,
+    write_docx,
+    write_html,
+    write_pdf,
+    write_scanned_pdf,
+    write_zip_bomb_docx,
+)
+from components.core.documents.layout import chunk_location, heading_path, locate, situating_note
+from components.core.retrieval.index import IndexSettings, split_document
+from components.core.retrieval.loaders import LoadLimits, load_folder
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory):
+    root = tmp_path_factory.mktemp("mixed")
+    write_pdf(root / "security.pdf", *SECURITY, keywords="status: superseded; superseded_by: security-2026.pdf")
+    write_html(root / "hub-pro.html", *HUB_PRO, meta={"status": "current", "product": "Hub Pro"})
+    write_docx(root / "sla.docx", *SLA, status="current")
+    report = load_folder(root)
+    assert report.skipped == []
+    return root, {d.doc_id: d for d in report.documents}
+
+
+def test_pdf_pages_outline_and_metadata(corpus):
+    _, docs = corpus
+    pdf = docs["security.pdf"]
+    text, layout = pdf.text, pdf.layout
+    assert layout["format"] == "pdf" and layout["file"] == "security.pdf" and len(layout["sha256"]) == 64
+    assert len(layout["pages"]) == 3
+    # each outline entry sits where its title is printed, one per page
+    assert [(text[o:o + len(t)], lvl) for o, lvl, t in layout["headings"]] == [
+        ("Encryption", 1), ("Firmware signing", 1), ("Reporting a vulnerability", 1)]
+    assert [layout["pages"][i][0] for i in range(3)] == [h[0] for h in layout["headings"]]
+    # wrapped lines are joined by a space, paragraphs by a blank line: sentences read whole
+    i = text.index("The Glimmerline bug bounty pays up to 2,500 euros")
+    assert text[i - 2:i] == "\n\n"
+    assert "Glimmerline Cloud, so a network operator cannot read or change the traffic even with a certificate" in text
+    assert pdf.meta["title"] == "Glimmerline security whitepaper" and pdf.meta["created"] == "2025-03-01"
+    assert pdf.meta["status"] == "superseded" and pdf.meta["superseded_by"] == "security-2026.pdf"
+    where = locate(pdf, i + 38, i + 49)
+    assert text[i + 38:i + 49] == "2,500 euros"
+    assert where == {"file": "security.pdf", "format": "pdf", "heading_path": ["Reporting a vulnerability"],
+                     "page": 3, "pages": 3, "cite": "page 3 of security.pdf (Reporting a vulnerability)"}
+
+
+def test_pdf_boxes_cover_exactly_the_span_on_its_page(corpus):
+    """The boxes of a span, read back through PDFium's own text-in-rectangle, hold the span's text."""
+    import pypdfium2 as pdfium
+
+    from components.core.documents.pdf import span_boxes
+
+    root, docs = corpus
+    pdf = docs["security.pdf"]
+    for needle in ("2,500 euros", "Ed25519 key", "TLS 1.3"):
+        s = pdf.text.index(needle)
+        boxes = span_boxes(root / "security.pdf", pdf.layout, s, s + len(needle))
+        assert list(boxes) == [pdf.layout and locate(pdf, s, s + 1)["page"]]
+        (page, rects), = boxes.items()
+        left, bottom = min(r[0] for r in rects), min(r[1] for r in rects)
+        right, top = max(r[2] for r in rects), max(r[3] for r in rects)
+        doc = pdfium.PdfDocument(str(root / "security.pdf"))
+        inside = doc[page - 1].get_textpage().get_text_bounded(left, bottom, right, top)
+        doc.close()
+        assert " ".join(inside.split()) == needle
+
+
+def test_html_main_content_headings_table_and_meta(corpus):
+    _, docs = corpus
+    html = docs["hub-pro.html"]
+    text = html.text
+    assert text.startswith("# Glimmerline Hub Pro datasheet\n\n## Overview\n\nThe Hub Pro is")
+    for gone in ("Sign in", "Cookie settings", "tracking", "fetch("):  # navigation, footer, script
+        assert gone not in text
+    assert "| Property | Value |\n|---|---|\n| SKU | GLN-HUB-PRO |" in text
+    assert html.meta["status"] == "current" and html.meta["product"] == "Hub Pro"
+    assert html.meta["title"] == "Glimmerline Hub Pro datasheet"
+    row = text.index("| Weight | 310 g |")
+    assert heading_path(html.layout, row) == ["Glimmerline Hub Pro datasheet", "Specifications"]
+    assert situating_note(html.meta, html.layout, row) == "Glimmerline Hub Pro datasheet › Specifications"
+
+
+def test_docx_headings_tables_and_core_properties(corpus):
+    _, docs = corpus
+    doc = docs["sla.docx"]
+    text = doc.text
+    assert text.startswith("# Glimmerline Cloud service level agreement\n\n# Availability\n\nGlimmerline Cloud is")
+    assert "| Monthly availability | Service credit |\n|---|---|\n| below 99.9% | 10% of the monthly fee |" in text
+    assert doc.meta["status"] == "current" and doc.meta["created"] == "2025-03-01"
+    assert heading_path(doc.layout, text.index("25% of the monthly fee")) == ["Service credits"]
+
+
+def test_chunks_keep_to_one_section_and_page_and_carry_their_location(corpus):
+    _, docs = corpus
+    settings = IndexSettings()
+    for doc in docs.values():
+        _, _, chunks = split_document(doc, settings)
+        starts = {h[0] for h in doc.layout["headings"]} | {p[0] for p in doc.layout.get("pages", [])}
+        for c in chunks:
+            assert not any(c.start < b < c.end for b in starts), (doc.doc_id, c)
+    pdf = docs["security.pdf"]
+    _, _, chunks = split_document(pdf, settings)
+    assert [chunk_location(pdf.layout, c.start)["page"] for c in chunks] == [1, 2, 3]
+    # table rows of the DOCX are units of their own (a row chunk is read with its header)
+    _, units, _ = split_document(docs["sla.docx"], settings)
+    assert "| below 99.0% | 25% of the monthly fee |" in [docs["sla.docx"].text[u.start:u.end] for u in units]
+
+
+def test_bad_files_are_listed_with_their_reason(tmp_path):
+    write_pdf(tmp_path / "locked.pdf", *SECURITY, encrypt="secret")
+    write_scanned_pdf(tmp_path / "scan.pdf")
+    (tmp_path / "broken.pdf").write_bytes(b"%PDF-1.7\n1 0 obj <<>> garbage")
+    write_zip_bomb_docx(tmp_path / "bomb.docx", unpacked_bytes=300_000_000)
+    write_zip_bomb_docx(tmp_path / "dense.docx", unpacked_bytes=50_000_000)  # under the size limit, not the ratio
+    (tmp_path / "fake.docx").write_text("not a zip")
+    (tmp_path / "empty.html").write_text("<html><head><script>alert(1)</script></head><body><nav>Home</nav></body></html>")
+    write_pdf(tmp_path / "long.pdf", *SECURITY)
+    (tmp_path / "ok.md").write_text("# Fine\n\nA document that is fine.\n")
+    report = load_folder(tmp_path, LoadLimits(max_pages=2))
+    reasons = dict(report.skipped)
+    assert [d.doc_id for d in report.documents] == ["ok.md"]
+    assert report.found == 9
+    assert reasons["locked.pdf"].startswith("encrypted PDF (a password is needed")
+    assert reasons["scan.pdf"].startswith("no text layer (a scanned PDF?) — OCR is not supported")
+    assert reasons["broken.pdf"].startswith("not a readable PDF")
+    import zipfile
+
+    unpacked = sum(i.file_size for i in zipfile.ZipFile(tmp_path / "bomb.docx").infolist())
+    assert reasons["bomb.docx"].startswith(f"the archive unpacks to {unpacked:,} bytes, more than max_unpacked_bytes "
+                                           f"(200,000,000) — a zip bomb")
+    assert reasons["dense.docx"].startswith("the archive inflates") and reasons["dense.docx"].endswith(": a zip bomb")
+    assert reasons["fake.docx"].startswith("not a readable .docx (not a zip archive")
+    assert reasons["empty.html"].startswith("no main content found")
+    assert reasons["long.pdf"] == ("3 pages, more than max_pages (2); raise it in the store's `conversion:` section "
+                                   "or split the file")
+
+
+def test_markdown_headings_skip_code_and_give_paths(tmp_path):
+    (tmp_path / "a.md").write_text("---\ntitle: A\n---\n# Top\n\nIntro.\n\n## Sub\n\n```bash\n# not a heading\n```\n\n"
+                                   "Text.\n\n# Next\n\nMore.\n")
+    doc = load_folder(tmp_path).documents[0]
+    assert [(h[1], h[2]) for h in doc.layout["headings"]] == [(1, "Top"), (2, "Sub"), (1, "Next")]
+    assert heading_path(doc.layout, doc.text.index("Text.")) == ["Top", "Sub"]
+    assert heading_path(doc.layout, doc.text.index("More.")) == ["Next"]
+    assert heading_path(doc.layout, 0) == []
