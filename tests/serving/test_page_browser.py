@@ -106,3 +106,35 @@ def test_page_shows_a_refusal_in_one_line(server, browser):
     error = browser.find_element(By.ID, "error")
     assert error.is_displayed() and "over the limit of 2000" in error.text
     assert not browser.find_element(By.ID, "result").is_displayed()
+
+
+def test_a_pdf_answer_shows_its_rendered_page_with_the_highlight(server, browser):
+    """The page as the person would see it: the PDF page rendered by the server, the span highlighted, captioned
+    with "page 3 of security-whitepaper.pdf"; an answer from a Markdown file shows no page image."""
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    browser.get(server.url + "/")
+    _ask(browser, "What is the maximum bug bounty payout?", 1)
+    assert browser.find_element(By.ID, "answer").text == "2,500 euros"
+    cite = "page 3 of security-whitepaper.pdf (Reporting a vulnerability)"
+    assert cite in browser.find_element(By.ID, "passage-source").text
+    assert browser.find_element(By.CSS_SELECTOR, "#passage mark").get_attribute("textContent") == "2,500 euros"
+    image = browser.find_element(By.ID, "page-image")
+    WebDriverWait(browser, 30).until(lambda d: image.is_displayed() and d.execute_script(
+        "return arguments[0].complete && arguments[0].naturalWidth", image))
+    assert browser.execute_script("return arguments[0].naturalWidth", image) == 893  # A4 at 1.5× (595 pt)
+    assert image.get_attribute("src").startswith("blob:")
+    assert browser.find_element(By.ID, "page-caption").text == cite
+    # the highlight is in the picture: some pixels are the answer's yellow
+    yellow = browser.execute_script("""
+        const img = arguments[0], c = document.createElement('canvas');
+        c.width = img.naturalWidth; c.height = img.naturalHeight;
+        const g = c.getContext('2d'); g.drawImage(img, 0, 0);
+        const d = g.getImageData(0, 0, c.width, c.height).data; let n = 0;
+        for (let i = 0; i < d.length; i += 4) if (d[i] > 240 && d[i + 1] > 200 && d[i + 1] < 245 && d[i + 2] < 190) n++;
+        return n;""", image)
+    assert yellow > 200
+
+    _ask(browser, "What is the refund window for annual plans?", 2)
+    assert not browser.find_element(By.ID, "page-box").is_displayed()

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import asyncio
 import json
+import urllib.error
+import urllib.parse
+import urllib.request
 from concurrent.futures import ThreadPoolExecutor
 
 from tests.serving.conftest import ANSWERABLE, ROOT, UNANSWERABLE, assert_same, comparable, http
@@ -170,3 +173,72 @@ def test_source_passage_holds_the_span(server):
     assert status == 200
     a, b = span["char_start"] - passage["start"], span["char_end"] - passage["start"]
     assert passage["text"][a:b] == span["text"] and len(passage["text"]) > len(span["text"])
+
+
+PDF_QUESTION = "What is the maximum bug bounty payout?"
+
+
+def _get_bytes(url: str) -> tuple[int, bytes, str]:
+    req = urllib.request.Request(url)
+    try:
+        with urllib.request.urlopen(req, timeout=120) as resp:
+            return resp.status, resp.read(), resp.headers.get("Content-Type", "")
+    except urllib.error.HTTPError as exc:
+        return exc.code, exc.read(), exc.headers.get("Content-Type", "")
+
+
+def test_a_pdf_answer_names_its_page_everywhere_and_its_page_is_rendered_with_the_span_highlighted(server):
+    """REST and chat name "page 3 of security-whitepaper.pdf"; the rendered page differs from the bare page exactly
+    inside the span's character boxes (the highlight), and nowhere else."""
+    import io
+
+    import numpy as np
+    from PIL import Image
+
+    from components.core.documents.pdf import render_page, span_boxes
+    from components.core.retrieval.loaders import load_folder
+
+    status, body, _ = ask(server, PDF_QUESTION)
+    assert status == 200 and body["answer"] == "2,500 euros"
+    span = body["spans"][0]
+    doc = next(d for d in load_folder(ROOT / "data/kb").documents if d.doc_id == "security-whitepaper.pdf")
+    assert doc.text[span["char_start"]:span["char_end"]] == "2,500 euros"
+    assert span["location"] == {"file": "security-whitepaper.pdf", "format": "pdf", "page": 3, "pages": 3,
+                                "heading_path": ["Reporting a vulnerability"],
+                                "cite": "page 3 of security-whitepaper.pdf (Reporting a vulnerability)"}
+    status, chat, _ = http("POST", f"{server.url}/v1/chat/completions",
+                           {"model": "extractive", "messages": [{"role": "user", "content": PDF_QUESTION}]})
+    assert status == 200
+    assert (f"[1] page 3 of security-whitepaper.pdf (Reporting a vulnerability), chars {span['char_start']}–"
+            f"{span['char_end']}") in chat["choices"][0]["message"]["content"]
+
+    q = urllib.parse.urlencode({"doc_id": span["doc_id"], "page": 3, "char_start": span["char_start"],
+                                "char_end": span["char_end"]})
+    status, png, kind = _get_bytes(f"{server.url}/extractive/page_image?{q}")
+    assert status == 200 and kind == "image/png"
+    shown = np.asarray(Image.open(io.BytesIO(png)).convert("RGB")).astype(int)
+    bare = np.asarray(Image.open(io.BytesIO(render_page(ROOT / "data/kb/security-whitepaper.pdf", 3, []))).convert("RGB")).astype(int)
+    assert shown.shape == bare.shape
+    changed = np.abs(shown - bare).sum(axis=2) > 0
+    boxes = span_boxes(ROOT / "data/kb/security-whitepaper.pdf", doc.layout, span["char_start"], span["char_end"])[3]
+    inside = np.zeros_like(changed)
+    height = bare.shape[0] / 1.5
+    for left, bottom, right, top in boxes:
+        inside[int((height - top) * 1.5) - 1:int((height - bottom) * 1.5) + 2,
+               int(left * 1.5) - 1:int(right * 1.5) + 2] = True  # a pixel of rounding on each side
+    assert changed.any() and not (changed & ~inside).any()  # highlighted there, and only there
+    assert changed[inside].mean() > 0.8  # the line's box is filled, not a few glyphs
+
+
+def test_page_image_refuses_what_it_cannot_render(server):
+    base = f"{server.url}/extractive/page_image?"
+    for params, code, words in (
+        ({"doc_id": "refund-policy.md", "page": 1, "char_start": 0, "char_end": 5}, 404, "is not a PDF"),
+        ({"doc_id": "nope.pdf", "page": 1, "char_start": 0, "char_end": 5}, 404, "is not in the index"),
+        ({"doc_id": "security-whitepaper.pdf", "page": 9, "char_start": 0, "char_end": 5}, 400, "has 3 pages"),
+        ({"doc_id": "security-whitepaper.pdf", "page": 1, "char_start": 0, "char_end": 5, "evidence": "1-x"}, 400,
+         "evidence must be ranges"),
+        ({"doc_id": "security-whitepaper.pdf", "page": 1, "char_start": 5, "char_end": 99999}, 400, "must satisfy"),
+    ):
+        status, body, _ = http("GET", base + urllib.parse.urlencode(params))
+        assert status == code and words in body["detail"], (params, status, body)

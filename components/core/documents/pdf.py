@@ -202,8 +202,9 @@ def file_sha256(path: Path) -> str:
 
 @_locked
 def span_boxes(path: Path, layout: dict, start: int, end: int) -> dict[int, list[tuple[float, float, float, float]]]:
-    """``{page: [(left, bottom, right, top), ...]}`` in PDF points of the characters of ``[start, end)`` of the
-    canonical text — read again from the file through the same ``page_text`` mapping that made the text."""
+    """``{page: [(left, bottom, right, top), ...]}`` in PDF points: one box per line of the characters of
+    ``[start, end)`` of the canonical text (PDFium's loose character boxes, joined along the line) — read again
+    from the file through the same ``page_text`` mapping that made the text."""
     import pypdfium2 as pdfium
 
     pdf = pdfium.PdfDocument(str(path))
@@ -215,15 +216,20 @@ def span_boxes(path: Path, layout: dict, start: int, end: int) -> dict[int, list
                 continue
             textpage = pdf[n - 1].get_textpage()
             _text, index = page_text(textpage, [t for (pi, _l, t) in outline if pi == n - 1])
-            boxes = []
+            boxes: list[list[float]] = []
             for c in range(max(start, p0) - p0, min(end, p1) - p0):
                 i = index[c] if c < len(index) else -1
-                if i < 0:
+                if i < 0 or _text[c].isspace():
                     continue
-                box = textpage.get_charbox(i)
-                if box[2] > box[0] and box[3] > box[1]:  # spaces and line ends have no ink
-                    boxes.append(tuple(float(v) for v in box))
-            out[n] = boxes
+                left, bottom, right, top = (float(v) for v in textpage.get_charbox(i, loose=True))
+                if right <= left or top <= bottom:
+                    continue
+                last = boxes[-1] if boxes else None
+                if last and abs(last[1] - bottom) < 0.5 * (top - bottom) and left >= last[0]:  # same line: extend
+                    last[1], last[2], last[3] = min(last[1], bottom), max(last[2], right), max(last[3], top)
+                else:
+                    boxes.append([left, bottom, right, top])
+            out[n] = [tuple(b) for b in boxes]
         return out
     finally:
         pdf.close()
