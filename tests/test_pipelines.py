@@ -18,9 +18,11 @@ def test_retrieval_yaml_loads_and_runs_in_plain_haystack(tmp_path, monkeypatch):
     docs = out["joiner"]["documents"]
     assert "err-4012-pairing-timeout.md" in [d.meta["doc_id"] for d in docs[:3]]
     assert "ERR-4012" in docs[0].content
+    from components.core.retrieval.loaders import load_folder
+
+    texts = {doc.doc_id: doc.text for doc in load_folder(ROOT / "data/kb").documents}  # converted files: their text
     for d in docs:
-        text = (ROOT / "data/kb" / d.meta["doc_id"]).read_text(encoding="utf-8")
-        assert d.content == text[d.meta["char_start"] : d.meta["char_end"]]
+        assert d.content == texts[d.meta["doc_id"]][d.meta["char_start"] : d.meta["char_end"]]
 
 
 def _without_reader(spec: dict) -> dict:

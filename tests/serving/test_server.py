@@ -57,7 +57,9 @@ def test_rest_returns_exactly_the_in_process_result(server, runner):
     assert comparable(body) == comparable(expected)
     assert body["verdict"] == "SUPPORTED" and body["answer"]
     span = body["spans"][0]
-    source = (ROOT / "data/kb" / span["doc_id"]).read_text(encoding="utf-8")
+    from components.core.retrieval.loaders import load_folder
+
+    source = next(d.text for d in load_folder(ROOT / "data/kb").documents if d.doc_id == span["doc_id"])
     assert source[span["char_start"]:span["char_end"]] == span["text"]
     assert body["route"][0] == "retrieve" and body["route"][-1] == "verify:SUPPORTED"
     assert set(body["timings_ms"]) >= {"retriever", "reader", "verifier"}
