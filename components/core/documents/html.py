@@ -15,13 +15,15 @@ from pathlib import Path
 from typing import Any
 
 from components.core.documents.errors import ConversionError
-from components.core.documents.meta import FIELDS, plain_value
+from components.core.documents.meta import FIELDS
 
 _TRAILING = re.compile(r"[ \t]+$", re.MULTILINE)
 
 
 def _meta_tags(html: str) -> dict[str, Any]:
-    """``<meta name=... content=...>`` fields spanqa knows (status, superseded_by, ...) and ``<title>``."""
+    """The page's own fields: ``<title>`` (or ``og:title``), ``description``, ``author`` and the ``<meta name=...>``
+    fields spanqa knows (status, superseded_by, ...). Read from the page's head, never guessed (trafilatura's
+    metadata pass would guess a date from a footer's "© 2025" and costs as much as the extraction)."""
     import lxml.html
 
     try:
@@ -29,11 +31,17 @@ def _meta_tags(html: str) -> dict[str, Any]:
     except (ValueError, lxml.etree.ParserError):
         return {}
     out: dict[str, Any] = {}
+    title = tree.find(".//title")
+    if title is not None and (title.text or "").strip():
+        out["title"] = " ".join(title.text.split())
     for el in tree.iter("meta"):
         name = (el.get("name") or el.get("property") or "").strip().lower().replace("-", "_")
         name = name.removeprefix("og:").removeprefix("dc.")
-        if name in FIELDS and (el.get("content") or "").strip():
-            out.setdefault(name, el.get("content").strip())
+        content = " ".join((el.get("content") or "").split())
+        if content and (name in FIELDS or name in ("description", "author")):
+            out.setdefault(name, content)
+        elif content and name == "title" and "title" not in out:
+            out["title"] = content
     return out
 
 
@@ -94,12 +102,4 @@ def read_html(path: Path, max_bytes: int) -> tuple[str, dict[str, Any]]:
     text = xml_to_markdown(xml) if xml else ""
     if not text.strip():
         raise ConversionError("no main content found in the page (navigation, scripts or an empty body only)")
-    meta: dict[str, Any] = {}
-    info = trafilatura.extract_metadata(html)
-    if info is not None:
-        for key in ("title", "description", "author"):  # not its date: a guess (a footer's "© 2025" becomes 2025-01-01)
-            value = getattr(info, key, None)
-            if value:
-                meta[key] = plain_value(value)
-    meta.update(_meta_tags(html))
-    return text, meta
+    return text, _meta_tags(html)
