@@ -69,16 +69,21 @@ def read_docx(path: Path, max_bytes: int, max_unpacked_bytes: int) -> tuple[str,
     except Exception as exc:  # noqa: BLE001 - python-docx raises many kinds for a damaged package
         raise ConversionError(f"not a readable .docx ({type(exc).__name__}: {str(exc)[:120]})") from None
     blocks: list[str] = []
-    names = {st.style_id: st.name for st in document.styles}  # ``para.style`` looks each one up again: slow
-    default = next((st.name for st in document.styles if getattr(st, "type", None) == 1 and st.builtin
-                    and st.style_id == "Normal"), "Normal")
+    styles, names = document.styles.element, {}  # ``para.style`` builds a style object per paragraph: slow
+
+    def style_name(style_id: str | None) -> str:
+        if style_id not in names:
+            found = styles.get_by_id(style_id) if style_id else None
+            names[style_id] = (found.name_val or "") if found is not None else ""
+        return names[style_id]
+
     for child in document.element.body.iterchildren():
         if child.tag == qn("w:p"):
             para = Paragraph(child, document)
             text = " ".join(para.text.split())
             if not text:
                 continue
-            style = names.get(child.style, default) if child.style else default
+            style = style_name(child.style)
             level = _heading_level(style)
             if level:
                 blocks.append("#" * level + " " + text)

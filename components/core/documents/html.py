@@ -2,8 +2,8 @@
 
 Why trafilatura: it is the main-content extractor Haystack's own ``HTMLToDocument`` uses, well kept and measured
 on web pages; it keeps headings, tables (rows and the header row) and code blocks and drops navigation,
-footers, scripts and styles. Its XML (``<head rend="h2">``, ``<p>``, ``<list>``, ``<table>``/``<row>``/``<cell>``,
-``<code>``) is written here as Markdown-shaped canonical text — heading lines, pipe-table rows, fenced code — so the
+footers, scripts and styles. The body it extracts (``<head rend="h2">``, ``<p>``, ``<list>``,
+``<table>``/``<row>``/``<cell>``, ``<code>``) is written here as Markdown-shaped canonical text — heading lines, pipe-table rows, fenced code — so the
 one splitter reads it exactly as it reads a Markdown file (trafilatura's own Markdown output adds ``**bold**``
 markers that would end up inside spans).
 """
@@ -20,16 +20,10 @@ from components.core.documents.meta import FIELDS
 _TRAILING = re.compile(r"[ \t]+$", re.MULTILINE)
 
 
-def _meta_tags(html: str) -> dict[str, Any]:
+def _meta_tags(tree) -> dict[str, Any]:
     """The page's own fields: ``<title>`` (or ``og:title``), ``description``, ``author`` and the ``<meta name=...>``
     fields spanqa knows (status, superseded_by, ...). Read from the page's head, never guessed (trafilatura's
     metadata pass would guess a date from a footer's "© 2025" and costs as much as the extraction)."""
-    import lxml.html
-
-    try:
-        tree = lxml.html.document_fromstring(html)
-    except (ValueError, lxml.etree.ParserError):
-        return {}
     out: dict[str, Any] = {}
     title = tree.find(".//title")
     if title is not None and (title.text or "").strip():
@@ -49,15 +43,11 @@ def _flat(el) -> str:
     return " ".join("".join(el.itertext()).split())
 
 
-def xml_to_markdown(xml: str) -> str:
-    """trafilatura's XML → Markdown-shaped text: blocks separated by a blank line."""
-    from lxml import etree
-
-    root = etree.fromstring(xml.encode("utf-8"), parser=etree.XMLParser(resolve_entities=False, no_network=True,
-                                                                       huge_tree=False))
-    main = root.find("main")
+def body_to_markdown(body) -> str:
+    """trafilatura's extracted body (``head``/``p``/``list``/``table``/``code`` elements) → Markdown-shaped text,
+    blocks separated by a blank line."""
     blocks: list[str] = []
-    for el in (main if main is not None else root):
+    for el in body:
         tag = el.tag
         if tag == "head":
             rend = el.get("rend") or "h2"
@@ -96,10 +86,18 @@ def read_html(path: Path, max_bytes: int) -> tuple[str, dict[str, Any]]:
     if b"\x00" in raw[:8192]:
         raise ConversionError("binary file with an .html name")
     html = raw.decode("utf-8", errors="replace")
-    xml = trafilatura.extract(html, output_format="xml", include_tables=True, include_formatting=False,
-                              include_comments=False, include_links=False, include_images=False,
-                              favor_recall=True, deduplicate=False, with_metadata=False)
-    text = xml_to_markdown(xml) if xml else ""
+    import lxml.html
+
+    try:
+        tree = lxml.html.document_fromstring(html)
+    except (ValueError, lxml.etree.ParserError) as exc:
+        raise ConversionError(f"not a readable HTML page ({exc})") from None
+    meta = _meta_tags(tree)  # before trafilatura prunes the tree
+    extracted = trafilatura.bare_extraction(tree, include_tables=True, include_formatting=False,
+                                            include_comments=False, include_links=False, include_images=False,
+                                            favor_recall=True, deduplicate=False, with_metadata=False)
+    body = getattr(extracted, "body", None)
+    text = body_to_markdown(body) if body is not None else ""
     if not text.strip():
         raise ConversionError("no main content found in the page (navigation, scripts or an empty body only)")
-    return text, _meta_tags(html)
+    return text, meta
