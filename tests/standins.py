@@ -13,6 +13,7 @@ Public helpers (import them as ``from tests.standins import ...``):
 - ``tiny_qa_config(...)``        — a tiny ``RobertaConfig``/``BertConfig`` fitting that tokenizer.
 - ``build_qa_model(path, ...)``  — save a seeded ``*ForQuestionAnswering`` + tokenizer into ``path``.
 - ``build_full_size_qa_model(path)`` — the same at roberta-base shape (for benchmarks, ~500 MB on disk).
+- ``build_tiny_causal_lm(path)``  — a seeded 1-layer Llama with that tokenizer and a toy chat template.
 """
 
 from __future__ import annotations
@@ -159,6 +160,31 @@ def build_cross_encoder(
 
 
 # A generator backed by a plain function (moved out of the package: a test double)
+CHAT_TEMPLATE = (
+    "{% for m in messages %}<{{ m['role'] }}> {{ m['content'] }} {% endfor %}"
+    "{% if add_generation_prompt %}<assistant>{% endif %}"
+)
+
+
+def build_tiny_causal_lm(path: str | Path) -> str:
+    """Save a seeded 1-layer ``LlamaForCausalLM`` (MiniLM WordPiece tokenizer, ``CHAT_TEMPLATE``) into ``path``."""
+    import torch
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    tok = minilm_tokenizer()
+    tok.chat_template = CHAT_TEMPLATE
+    config = LlamaConfig(
+        vocab_size=tok.vocab_size, hidden_size=32, intermediate_size=64, num_hidden_layers=1,
+        num_attention_heads=2, num_key_value_heads=2, max_position_embeddings=1024,
+        bos_token_id=tok.cls_token_id, eos_token_id=tok.sep_token_id, pad_token_id=tok.pad_token_id,
+    )
+    torch.manual_seed(0)
+    model = LlamaForCausalLM(config).eval()
+    model.save_pretrained(path)
+    tok.save_pretrained(path)
+    return str(path)
+
+
 class CallableGenerator:
     """A generator backed by a plain function ``messages -> str`` — the test double of the generation backends.
 

@@ -48,8 +48,8 @@ def _inside(path: str, base: Path) -> bool:
 
 
 def check_write_paths(path: str | Path, spec: dict[str, Any], base: str | Path | None = None) -> None:
-    """Paths a YAML makes spanqa write to (``metadata.spanqa.audit_log``, a store's ``cache_dir`` or
-    ``embedded_dir``) must stay
+    """Paths a YAML makes spanqa write to (``metadata.spanqa.audit_log``, a store's ``cache_dir``, ``embedded_dir``
+    or ``context_generator.cache_file``) must stay
     inside the working directory, unless ``metadata.spanqa.allow_paths_outside: true``: a shared YAML must not
     make spanqa write anywhere on disk. The command line (``--cache-dir``) may point anywhere."""
     meta = (spec.get("metadata") or {}).get("spanqa") or {}
@@ -58,6 +58,8 @@ def check_write_paths(path: str | Path, spec: dict[str, Any], base: str | Path |
     root = Path(os.path.abspath(base or os.getcwd()))
     targets = [("metadata.spanqa.audit_log", meta.get("audit_log"))]
     targets += [(f"store {key}", p.get(key)) for p in _nested_stores(spec) for key in ("cache_dir", "embedded_dir")]
+    targets += [("store context_generator.cache_file", p["context_generator"].get("cache_file"))
+                for p in _nested_stores(spec) if isinstance(p.get("context_generator"), dict)]
     for what, target in targets:
         if target is None:
             continue

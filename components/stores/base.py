@@ -24,7 +24,7 @@ from haystack import Document
 from components.core.documents.layout import chunk_location
 from components.core.text.analysis import Analyzer
 from components.core.retrieval.index import IndexSettings
-from components.core.retrieval.loaders import LoadLimits, LoadReport, SourceDocument
+from components.core.retrieval.loaders import LoadLimits, LoadReport, SourceDocument, load_corpus
 from components.core.memo import MISSING, Memo
 from components.core.backends.models import load_sentence_transformer, resolve_model, torch_device
 
@@ -82,7 +82,7 @@ def chunk_meta(doc: SourceDocument, chunk_id: str, start: int, end: int, kind: s
             "kind": kind, "level": "chunk", **chunk_location(doc.layout, start)}
 
 
-CONTEXT_NOTES = ("headings", "none")  # what is indexed before each chunk (components.core.documents.layout)
+CONTEXT_NOTES = ("headings", "none", "generator")  # what is indexed before each chunk (docs/documents.md)
 CONVERSION_KEYS = ("max_pages", "max_unpacked_bytes")  # the `conversion:` limits (PDF pages, DOCX archive size)
 
 
@@ -105,6 +105,7 @@ class StoreConfig:
     limits: LoadLimits = field(default_factory=LoadLimits)
     embedding_precision: str = "fp32"
     context_notes: str = "headings"
+    context_generator: dict | None = None
 
     def to_params(self) -> dict[str, Any]:
         return dict(
@@ -116,7 +117,7 @@ class StoreConfig:
             max_document_bytes=self.limits.max_document_bytes,
             max_front_matter_bytes=self.limits.max_front_matter_bytes,
             follow_links_outside=self.limits.follow_links_outside,
-            context_notes=self.context_notes,
+            context_notes=self.context_notes, context_generator=self.context_generator,
             conversion={"max_pages": self.limits.max_pages, "max_unpacked_bytes": self.limits.max_unpacked_bytes},
         )
 
@@ -131,7 +132,8 @@ class SpanIndexStore:
                      stopwords: str | list[str] | None, embed_title: bool, batch_size: int, device: str | None,
                      progress: bool, max_document_bytes: int, max_front_matter_bytes: int,
                      follow_links_outside: bool, embedding_precision: str = "fp32", *,
-                     context_notes: str = "headings", conversion: dict[str, int] | None = None) -> None:
+                     context_notes: str = "headings", conversion: dict[str, int] | None = None,
+                     context_generator: dict | None = None) -> None:
         from components.core.backends.models import PRECISIONS
         from components.core.params import ParameterError, check_choice, check_fraction, check_positive_int
 
@@ -139,6 +141,12 @@ class SpanIndexStore:
         check_fraction(name, "chunk_overlap", chunk_overlap, high=0.5, high_open=True)
         check_choice(name, "embedding_precision", embedding_precision, PRECISIONS)
         check_choice(name, "context_notes", context_notes, CONTEXT_NOTES)
+        notes_model = ""
+        if context_notes == "generator":
+            from components.core.documents.notes import NoteWriter, check_generator_config
+
+            context_generator = check_generator_config(name, context_generator)
+            notes_model = NoteWriter.model_of(context_generator)
         if conversion is not None and not isinstance(conversion, dict):
             raise ParameterError(f"{name}: parameter 'conversion' is {conversion!r}, but it must be a mapping such as "
                                  f"{{max_pages: 2000}}. Fix the store's section of the pipeline YAML.")
@@ -158,7 +166,7 @@ class SpanIndexStore:
                                   chunk_overlap, language, stopwords, embed_title, batch_size, device, progress,
                                   LoadLimits(max_document_bytes, max_front_matter_bytes, bool(follow_links_outside),
                                              **conversion),
-                                  embedding_precision, context_notes)
+                                  embedding_precision, context_notes, context_generator)
         self.limits = self.config.limits
         self.data_dir, self.embedding_model = data_dir, embedding_model
         self.query_prefix, self.passage_prefix, self.progress = query_prefix, passage_prefix, progress
@@ -166,11 +174,25 @@ class SpanIndexStore:
         self.settings = IndexSettings(max_chunk_chars=max_chunk_chars, chunk_overlap=chunk_overlap,
                                       analyzer=self.analyzer.to_dict(), embedding_model=embedding_model,
                                       passage_prefix=passage_prefix, embed_title=embed_title,
-                                      embedding_precision=embedding_precision, context_notes=context_notes)
+                                      embedding_precision=embedding_precision, context_notes=context_notes,
+                                      context_model=notes_model)
         self._query_vectors = Memo(maxsize=4096)
         self.load_report: LoadReport | None = None
+        self.notes_written = 0  # generator notes written by the last load (the rest came from their cache)
         self.stats: dict = {}
         self.served_by = ""
+
+    def load_documents(self) -> LoadReport:
+        """The corpus of ``data_dir`` (skipped files listed), with the generator's situating notes attached when
+        ``context_notes: generator`` (written once per chunk, cached by content hash, progress shown)."""
+        report = load_corpus(self.data_dir, limits=self.limits)
+        if self.settings.context_notes == "generator":
+            from components.core.documents.notes import NoteWriter
+
+            config = self.config.context_generator
+            writer = NoteWriter(config, config.get("cache_file") or ".spanqa/context-notes.json")
+            self.notes_written = writer.annotate(report.documents, self.settings, progress=self.progress)
+        return report
 
     # -- the embedder (loaded once, then read without a lock: queries never wait on a load) --------------
     @property

@@ -15,7 +15,7 @@ from haystack.utils import Secret, deserialize_secrets_inplace
 
 from components.core.errors import SpanQAError
 from components.core.retrieval.filters import check_filters
-from components.core.retrieval.loaders import LoadLimits, SourceDocument, check_unique_ids, load_corpus
+from components.core.retrieval.loaders import LoadLimits, SourceDocument, check_unique_ids
 from components.core.memo import MISSING, Memo
 from components.core.params import check_choice, check_positive_int
 from components.stores import pg_bm25, pg_schema, pg_server, pg_sync, pg_vectors
@@ -79,11 +79,12 @@ class PgSpanStore(SpanIndexStore):
         follow_links_outside: bool = False,
         context_notes: str = "headings",
         conversion: dict[str, int] | None = None,
+        context_generator: dict | None = None,
     ):
         self._init_common(data_dir, embedding_model, query_prefix, passage_prefix, max_chunk_chars, chunk_overlap,
                           language, stopwords, embed_title, batch_size, device, progress, max_document_bytes,
                           max_front_matter_bytes, follow_links_outside, embedding_precision,
-                          context_notes=context_notes, conversion=conversion)
+                          context_notes=context_notes, conversion=conversion, context_generator=context_generator)
         check_choice("PgSpanStore", "search_strategy", search_strategy, SEARCH_STRATEGIES)
         for key, value in (("ef_search", ef_search), ("hnsw_m", hnsw_m), ("hnsw_ef_construction", hnsw_ef_construction)):
             check_positive_int("PgSpanStore", key, value)
@@ -184,7 +185,7 @@ class PgSpanStore(SpanIndexStore):
             from pgvector.psycopg import register_vector
 
             register_vector(conn)
-            report = load_corpus(self.data_dir, limits=self.limits)
+            report = self.load_documents()
             check_unique_ids(report.documents, self.data_dir)
             wanted = self._wanted()
             with pg_sync.advisory_lock(conn, self.tables):  # one process creates, checks and writes a prefix at a time

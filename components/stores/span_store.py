@@ -26,7 +26,7 @@ from components.core.retrieval.index import (
     remove_stale_temporaries,
     save_index,
 )
-from components.core.retrieval.loaders import LoadLimits, LoadReport, SourceDocument, check_unique_ids, load_corpus
+from components.core.retrieval.loaders import LoadLimits, LoadReport, SourceDocument, check_unique_ids
 from components.stores.base import BM25Params, Selection, SpanIndexStore, SupersededRule, chunk_meta
 
 logger = logging.getLogger(__name__)
@@ -81,11 +81,12 @@ class SpanStore(SpanIndexStore):
         follow_links_outside: bool = False,
         context_notes: str = "headings",
         conversion: dict[str, int] | None = None,
+        context_generator: dict | None = None,
     ):
         self._init_common(data_dir, embedding_model, query_prefix, passage_prefix, max_chunk_chars, chunk_overlap,
                           language, stopwords, embed_title, batch_size, device, progress, max_document_bytes,
                           max_front_matter_bytes, follow_links_outside, embedding_precision,
-                          context_notes=context_notes, conversion=conversion)
+                          context_notes=context_notes, conversion=conversion, context_generator=context_generator)
         self.cache_dir = cache_dir
         self._index: CorpusIndex | None = None
         self._word_counts: tuple | None = None
@@ -118,7 +119,7 @@ class SpanStore(SpanIndexStore):
             return self._open(refresh)
 
     def _open(self, refresh: bool) -> CorpusIndex:
-        report = load_corpus(self.data_dir, limits=self.limits)
+        report = self.load_documents()
         report.documents.extend(self._extra)
         check_unique_ids(report.documents, self.data_dir)
         key = corpus_key(report.documents, self.settings)

@@ -12,7 +12,7 @@ from haystack import Document
 
 from components.core.reading.citations import NOT_IN_CONTEXT, STOP_STRINGS, build_messages, select_passages
 from components.core.errors import SpanQAError
-from tests.standins import CallableGenerator
+from tests.standins import CallableGenerator, build_tiny_causal_lm
 from components.core.backends.generation import (
     GenerationResult,
     LocalGenerator,
@@ -188,33 +188,10 @@ def test_missing_local_model_raises_model_unavailable():
 
 # --- tiny stand-in models -----------------------------------------------------------------------
 
-CHAT_TEMPLATE = (
-    "{% for m in messages %}<{{ m['role'] }}> {{ m['content'] }} {% endfor %}"
-    "{% if add_generation_prompt %}<assistant>{% endif %}"
-)
-
-
 @pytest.fixture(scope="module")
 def tiny_causal_lm(tmp_path_factory):
     """A seeded 1-layer Llama with the MiniLM WordPiece tokenizer and a toy chat template."""
-    import torch
-    from transformers import LlamaConfig, LlamaForCausalLM
-
-    from tests.standins import minilm_tokenizer
-
-    tok = minilm_tokenizer()
-    tok.chat_template = CHAT_TEMPLATE
-    config = LlamaConfig(
-        vocab_size=tok.vocab_size, hidden_size=32, intermediate_size=64, num_hidden_layers=1,
-        num_attention_heads=2, num_key_value_heads=2, max_position_embeddings=1024,
-        bos_token_id=tok.cls_token_id, eos_token_id=tok.sep_token_id, pad_token_id=tok.pad_token_id,
-    )
-    torch.manual_seed(0)
-    model = LlamaForCausalLM(config).eval()
-    path = tmp_path_factory.mktemp("tiny-llama")
-    model.save_pretrained(path)
-    tok.save_pretrained(path)
-    return str(path)
+    return build_tiny_causal_lm(tmp_path_factory.mktemp("tiny-llama"))
 
 
 @pytest.fixture(scope="module")

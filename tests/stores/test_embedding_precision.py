@@ -30,9 +30,11 @@ def corpus(tmp_path_factory):
 def test_fp32_key_is_the_key_indexes_had_before_the_setting_existed():
     s = IndexSettings(embedding_model="m")
     old = asdict(s)
-    del old["embedding_precision"]
+    del old["embedding_precision"], old["context_model"]  # defaults that name nothing are left out of the key
     assert s.key() == hashlib.sha256(json.dumps(old, sort_keys=True).encode()).hexdigest()[:16]
     assert IndexSettings(embedding_model="m", embedding_precision="int8").key() != s.key()
+    assert IndexSettings(embedding_model="m", context_notes="none").key() != s.key()
+    assert IndexSettings(embedding_model="m", context_notes="generator", context_model="local:x:48").key() != s.key()
 
 
 def test_int8_store_quantises_the_embedder_and_keeps_its_own_index(corpus, tmp_path):

@@ -72,9 +72,14 @@ class NoteWriter:
             except (OSError, ValueError):
                 self.cache = {}  # a damaged cache only costs time: start afresh
 
+    @staticmethod
+    def model_of(config: dict) -> str:
+        """What names the notes (part of the index key and of each note's cache key)."""
+        return f"{config.get('backend', 'local')}:{config['model']}:{config.get('max_new_tokens', 48)}"
+
     @property
     def model(self) -> str:
-        return f"{self.config.get('backend', 'local')}:{self.config['model']}"
+        return self.model_of(self.config)
 
     def _generate(self, title: str, path: list[str], chunk: str) -> str:
         from components.core.backends.generation import make_generator
@@ -88,7 +93,7 @@ class NoteWriter:
         prompt = PROMPT.format(title=title or "(untitled)", path=" › ".join(path) or "(none)", chunk=chunk)
         self.calls += 1
         out = self.generator.generate([{"role": "user", "content": prompt}],
-                                      max_new_tokens=int(self.config.get("max_new_tokens", 48)), stop=["\n"])
+                                      max_new_tokens=int(self.config.get("max_new_tokens", 48)))
         return clean_note(out.text)
 
     def annotate(self, documents: list, settings, progress: bool = False) -> int:

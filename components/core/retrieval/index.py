@@ -46,7 +46,8 @@ class IndexSettings:
     passage_prefix: str = ""
     embed_title: bool = True
     embedding_precision: str = "fp32"  # int8: the embedder's Linear layers quantised (other vectors)
-    context_notes: str = "headings"  # "headings": a note from title + heading path before each chunk; "none"
+    context_notes: str = "headings"  # "headings": a note from title + heading path before each chunk; "none";
+    context_model: str = ""          # "generator": also the generator's note (docs/documents.md); its model
 
     def identity(self) -> dict:
         """The settings that name an index; fp32 (the default) is left out, so indexes built before the
@@ -56,6 +57,8 @@ class IndexSettings:
             del ident["embedding_precision"]
         if ident["context_notes"] == "none":  # indexes built before notes existed embedded the title alone
             del ident["context_notes"]
+        if not ident["context_model"]:
+            del ident["context_model"]
         return ident
 
     def key(self) -> str:
@@ -124,10 +127,12 @@ def index_text(doc: SourceDocument, blocks, chunk, settings: IndexSettings) -> s
     chunk itself. Only the chunk is ever a span."""
     parts = []
     meta = doc.meta if settings.embed_title else {}
-    if settings.context_notes == "headings":
+    if settings.context_notes == "none":
+        parts.append(str(meta.get("title") or ""))
+    else:
         parts.append(situating_note(meta, doc.layout, chunk.start))
-    elif meta.get("title"):
-        parts.append(str(meta["title"]))
+    if settings.context_notes == "generator":  # written before indexing (components.core.documents.notes)
+        parts.append((doc.layout.get("notes") or {}).get(f"{chunk.start}-{chunk.end}", ""))
     if chunk.kind == TABLE:
         parts.append(_table_header(doc, blocks, chunk))
     parts.append(doc.text[chunk.start : chunk.end])
