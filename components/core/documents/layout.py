@@ -85,10 +85,31 @@ def chunk_location(layout: dict | None, start: int) -> dict[str, Any]:
     return out
 
 
+_ROW = re.compile(r"[ \t]*\|.*\|[ \t]*$")
+_RULE = re.compile(r"[ \t]*\|?[ \t:|-]+\|?[ \t]*$")
+
+
+def table_row(text: str, offset: int) -> int | None:
+    """The 1-based data row of the pipe table whose line holds ``offset`` (0: the header row), else None."""
+    line_start = text.rfind("\n", 0, offset) + 1
+    line_end = text.find("\n", offset)
+    line_end = len(text) if line_end == -1 else line_end
+    if not _ROW.match(text, line_start, line_end) or _RULE.match(text, line_start, line_end):
+        return None
+    rows, pos = 0, line_start
+    while pos > 0:  # count the table's row lines above (the |---| rule is not a row)
+        prev = text.rfind("\n", 0, pos - 1) + 1
+        if not _ROW.match(text, prev, pos - 1):
+            break
+        rows += 0 if _RULE.match(text, prev, pos - 1) else 1
+        pos = prev
+    return rows
+
+
 def locate(document: Any, start: int, end: int) -> dict[str, Any]:
     """Where ``[start, end)`` of ``document`` (a ``SourceDocument``) lies, for people and programs:
-    ``{"file", "format", "page", "pages", "heading_path", "cite"}`` — ``cite`` reads "page 3 of refund-policy.pdf"
-    or "refund-policy.md › Refunds › Annual plans"."""
+    ``{"file", "format", "page", "pages", "heading_path", "table_row", "cite"}`` — ``cite`` reads "page 3 of
+    refund-policy.pdf" or "hub-pro.html › Specifications, table row 4"."""
     layout = getattr(document, "layout", None) or {}
     meta = getattr(document, "meta", None) or {}
     name = layout.get("file") or str(meta.get("source") or getattr(document, "doc_id", ""))
@@ -98,6 +119,10 @@ def locate(document: Any, start: int, end: int) -> dict[str, Any]:
     path = heading_path(layout, start)
     if path:
         out["heading_path"] = path
+    text = getattr(document, "text", "") or ""
+    row = table_row(text, start) if 0 <= start < len(text) else None
+    if row:
+        out["table_row"] = row
     page = page_of(layout, start)
     if page is not None:
         last = page_of(layout, max(start, end - 1))
@@ -106,6 +131,8 @@ def locate(document: Any, start: int, end: int) -> dict[str, Any]:
         out["cite"] = f"{where} of {name}" + (f" ({HEADING_SEPARATOR.join(path)})" if path else "")
     else:
         out["cite"] = HEADING_SEPARATOR.join([name, *path])
+    if row:
+        out["cite"] += f", table row {row}"
     return out
 
 

@@ -89,6 +89,12 @@ def test_html_main_content_headings_table_and_meta(corpus):
     row = text.index("| Weight | 310 g |")
     assert heading_path(html.layout, row) == ["Glimmerline Hub Pro datasheet", "Specifications"]
     assert situating_note(html.meta, html.layout, row) == "Glimmerline Hub Pro datasheet › Specifications"
+    where = locate(html, row + 11, row + 16)
+    assert html.text[row + 11:row + 16] == "310 g"
+    # data rows: SKU, Radios, Operating temperature, Weight
+    assert (where["table_row"], where["cite"]) == (
+        4, "hub-pro.html › Glimmerline Hub Pro datasheet › Specifications, table row 4")
+    assert "table_row" not in locate(html, 0, 5)
 
 
 def test_docx_headings_tables_and_core_properties(corpus):
