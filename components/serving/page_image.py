@@ -34,7 +34,7 @@ def parse_ranges(value: str) -> list[tuple[int, int]]:
 
 def pdf_file(store, document) -> Path:
     """The indexed PDF of ``document`` on disk — checked to be inside ``data_dir`` and unchanged."""
-    from components.core.documents.pdf import file_sha256
+    from components.core.retrieval.index import file_sha256
 
     layout = document.layout or {}
     if layout.get("format") != "pdf" or not layout.get("file"):

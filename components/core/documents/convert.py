@@ -21,7 +21,8 @@ CONVERTED_SUFFIXES = {".pdf": "pdf", ".html": "html", ".htm": "html", ".docx": "
 
 def convert_file(path: Path, rel: str, limits: "LoadLimits") -> "SourceDocument":
     """The converted document of ``path`` (shown as ``rel``), or ``ConversionError``."""
-    from components.core.documents.pdf import file_sha256, read_pdf
+    from components.core.documents.pdf import read_pdf
+    from components.core.retrieval.index import file_sha256
     from components.core.retrieval.loaders import SourceDocument
 
     kind = CONVERTED_SUFFIXES[path.suffix.lower()]

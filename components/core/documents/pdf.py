@@ -15,7 +15,6 @@ for one it inserted), so a span's boxes are found again from the file at any tim
 from __future__ import annotations
 
 import functools
-import hashlib
 import io
 import threading
 from pathlib import Path
@@ -190,14 +189,6 @@ def read_pdf(path: Path, max_bytes: int, max_pages: int) -> tuple[str, dict[str,
     meta.update(keyword_fields(info.get("Keywords") or ""))
     layout = {"format": "pdf", "pages": pages, "headings": sorted(headings)}
     return text, meta, layout
-
-
-def file_sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
 
 
 @_locked

@@ -1,0 +1,1 @@
+"""Documents that are not plain text: PDF, HTML and Word converted to one canonical text with a layout (pages, headings, file hash), where a span lies in the original (layout), and the situating notes indexed before each chunk."""
