@@ -160,3 +160,23 @@ def test_markdown_headings_skip_code_and_give_paths(tmp_path):
     assert heading_path(doc.layout, doc.text.index("Text.")) == ["Top", "Sub"]
     assert heading_path(doc.layout, doc.text.index("More.")) == ["Next"]
     assert heading_path(doc.layout, 0) == []
+
+
+def test_fields_of_converted_files_feed_filters_and_the_superseded_rule(tmp_path):
+    """A PDF whose Keywords say `status: superseded`, a Word file whose content status is `current`: the retriever
+    leaves the superseded PDF out by default and a filter on the Word file's field selects it."""
+    from components.retrievers.hybrid_retriever import HybridRetriever
+    from components.stores.span_store import SpanStore
+
+    write_pdf(tmp_path / "security-2024.pdf", *SECURITY, keywords="status: superseded; superseded_by: sla.docx")
+    write_docx(tmp_path / "sla.docx", *SLA, status="current")
+    store = SpanStore(data_dir=str(tmp_path), cache_dir=str(tmp_path / ".cache"), progress=False)
+    retriever = HybridRetriever(store, top_k=10)
+    assert store.superseded_documents(retriever.rule) == ["security-2024.pdf"]
+    out = retriever.run(query="bug bounty payout for a vulnerability")
+    assert {d.meta["doc_id"] for d in out["bm25_documents"] + out["dense_documents"]} == {"sla.docx"}
+    only = retriever.run(query="bug bounty payout", superseded="only")
+    assert {d.meta["doc_id"] for d in only["bm25_documents"]} == {"security-2024.pdf"}
+    current = retriever.run(query="service credit", filters={"field": "meta.status", "operator": "==",
+                                                              "value": "current"})
+    assert current["dense_documents"] and all(d.meta["status"] == "current" for d in current["dense_documents"])
