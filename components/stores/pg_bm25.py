@@ -38,7 +38,7 @@ CUT = "(SELECT count(*) FROM s) AS n_scored, (SELECT min(score) FROM s) AS floor
 BM25_SELECT = """SELECT c.id, c.content, c.meta, c.embedding, bm.score, """ + CUT + """
 FROM bm JOIN {chunks} AS c ON c.id = bm.id ORDER BY bm.rank"""
 # both lists and their reciprocal rank fusion in one statement (RRFJoiner's order: score, best rank, first seen)
-HYBRID_TAIL = """, dn AS MATERIALIZED (SELECT id, 1 - (embedding <=> %s::vector) AS score FROM {chunks} {where}
+HYBRID_TAIL = """, dn AS MATERIALIZED (SELECT id, 1 - (embedding <=> %s::vector) AS score FROM {chunks} AS c0{where}
                     ORDER BY embedding <=> %s::vector LIMIT %s),
 dr AS (SELECT id, score, row_number() OVER (ORDER BY score DESC) AS rank FROM dn),
 f AS (SELECT coalesce(bm.id, dr.id) AS id, bm.score AS b_score, bm.rank AS b_rank, dr.score AS d_score,
@@ -53,8 +53,9 @@ FROM f JOIN {chunks} AS c ON c.id = f.id ORDER BY f.rrf DESC, f.best, f.seen"""
 
 def statement(t: Tables, tokens: list[str], k: int, where: sql.Composable | None, fparams: tuple,
               corpus: tuple[float, float, float], params: BM25Params, ties: bool = False):
-    """``(CTEs, parameters, table names)`` of BM25 top ``k`` for ``tokens``; ``where`` is a Haystack filter's
-    SQL (on the chunk table's meta) applied inside the search; ``ties`` keeps every chunk tied with the k-th."""
+    """``(CTEs, parameters, table names)`` of BM25 top ``k`` for ``tokens``; ``where`` is the filter's SQL on
+    ``c0.meta`` (``components.stores.pg_filters``) applied inside the search; ``ties`` keeps every chunk tied with
+    the k-th."""
     n, avgdl, floor = corpus
     join = sql.SQL("")
     if where is not None:

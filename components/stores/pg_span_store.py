@@ -14,11 +14,10 @@ from haystack.document_stores.types import DuplicatePolicy
 from haystack.utils import Secret, deserialize_secrets_inplace
 
 from components.core.errors import SpanQAError
-from components.core.retrieval.filters import check_filters
 from components.core.retrieval.loaders import LoadLimits, SourceDocument, check_unique_ids
 from components.core.memo import MISSING, Memo
 from components.core.params import check_choice, check_positive_int
-from components.stores import pg_bm25, pg_schema, pg_server, pg_sync, pg_vectors
+from components.stores import pg_bm25, pg_filters, pg_schema, pg_server, pg_sync, pg_vectors
 from components.stores.base import BM25Params, Selection, SpanIndexStore, SupersededRule
 from components.stores.pg_schema import Tables, q
 
@@ -236,10 +235,7 @@ class PgSpanStore(SpanIndexStore):
     def _bm25_statement(self, tokens: list[str], k: int, selection: Selection, params: BM25Params,
                         ties: bool = False):
         """The BM25 CTEs of one search, their parameters, table names, and the filter's WHERE + parameters."""
-        from haystack_integrations.document_stores.pgvector.filters import _convert_filters_to_where_clause_and_params
-
-        filters = selection.as_filters()
-        where, fparams = _convert_filters_to_where_clause_and_params(filters) if filters else (None, ())
+        where, fparams = pg_filters.where_clause(selection.as_filters(), "c0")  # the one filter model
         ctes, args, names = pg_bm25.statement(self.tables, tokens, k, where, fparams,
                                               self._corpus_stats(params.epsilon), params, ties)
         return ctes, args, names, where, fparams
@@ -296,16 +292,18 @@ class PgSpanStore(SpanIndexStore):
         return Document(id=cid, content=content, meta=dict(meta), embedding=vec)
 
     def dense_search(self, query: str, k: int, selection: Selection) -> list[tuple[Document, float]]:
-        """Top ``k`` chunks by cosine similarity through pgvector-haystack (HNSW with iterative scans, so a
-        narrow filter still fills ``k``; or exact)."""
-        from haystack_integrations.components.retrievers.pgvector import PgvectorEmbeddingRetriever
+        """Top ``k`` chunks by cosine similarity (HNSW with iterative scans, so a narrow filter still fills ``k``; or
+        exact), the filter compiled from the one filter model into the same statement."""
+        from psycopg import sql
 
         self.open()
-        vec = self.embed_query(query).tolist()
-        retriever = PgvectorEmbeddingRetriever(document_store=self._vector_store(), top_k=k)
-        docs = retriever.run(query_embedding=vec, filters=selection.as_filters(), top_k=k)["documents"]
-        return [(Document(id=d.id, content=d.content, meta=dict(d.meta), embedding=d.embedding), float(d.score))
-                for d in docs]
+        vec = "[" + ",".join(repr(float(x)) for x in self.embed_query(query)) + "]"
+        where, fparams = pg_filters.where_clause(selection.as_filters(), "c0")
+        statement = sql.SQL("SELECT c0.id, c0.content, c0.meta, c0.embedding, 1 - (c0.embedding <=> %s::vector) "
+                            "FROM {chunks} AS c0{where} ORDER BY c0.embedding <=> %s::vector LIMIT %s").format(
+            chunks=self.tables.id("chunks"), where=where or sql.SQL(""))
+        rows = self._conn().execute(statement, (vec, *fparams, vec, k), binary=True).fetchall()
+        return [(self._document(cid, content, meta, emb), float(score)) for cid, content, meta, emb, score in rows]
 
     def current_version(self) -> str:
         """The database's write version (the state table), read now: another process's re-index shows here."""
@@ -356,9 +354,17 @@ class PgSpanStore(SpanIndexStore):
         return self._vector_store().count_documents()
 
     def filter_documents(self, filters: dict[str, Any] | None = None) -> list[Document]:
-        check_filters(filters)
+        """Every chunk whose document passes ``filters`` (the one filter model, compiled to SQL), in load order."""
+        from psycopg import sql
+
         self.open()
-        return self._vector_store().filter_documents(filters)
+        where, fparams = pg_filters.where_clause(filters, "c0")
+        statement = sql.SQL("SELECT c0.id, c0.content, c0.meta, c0.embedding FROM {chunks} AS c0 JOIN {chunkmap} AS m "
+                            "ON m.chunk_id = c0.id JOIN {documents} AS d ON d.doc_id = m.doc_id{where} "
+                            "ORDER BY d.ord, m.chunk_ord").format(
+            chunks=self.tables.id("chunks"), chunkmap=self.tables.id("chunkmap"),
+            documents=self.tables.id("documents"), where=where or sql.SQL(""))
+        return [self._document(*row) for row in self._conn().execute(statement, fparams, binary=True).fetchall()]
 
     def write_documents(self, documents: list[Document], policy: DuplicatePolicy = DuplicatePolicy.NONE) -> int:
         """Index whole source documents (content = full text, ``id`` = doc_id) next to those of ``data_dir``."""

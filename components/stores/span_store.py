@@ -12,7 +12,6 @@ from typing import Any
 import numpy as np
 from haystack import Document, default_from_dict, default_to_dict
 from haystack.document_stores.types import DuplicatePolicy
-from haystack.utils.filters import document_matches_filter
 
 from components.core.retrieval.bm25 import BM25Okapi, top_k as top_k_indices
 from components.core.errors import SpanQAError
@@ -93,7 +92,6 @@ class SpanStore(SpanIndexStore):
         self._bm25: tuple | None = None
         self._superseded: tuple | None = None
         self._extra: list[SourceDocument] = []  # documents added with write_documents
-        self._filter_docs: list[Document] | None = None
 
     # -- serialisation ----------------------------------------------------------------------------------
     def to_dict(self) -> dict[str, Any]:
@@ -136,7 +134,6 @@ class SpanStore(SpanIndexStore):
         stats.update(seconds=round(time.perf_counter() - start, 3), skipped=report.skipped, found=report.found, key=key,
                      documents=len(index.documents), chunks=index.n_chunks)
         self._index, self.load_report, self.stats = index, report, stats
-        self._filter_docs = None
         _OPEN[reg_key] = (index, report, stats)
         return index
 
@@ -191,20 +188,15 @@ class SpanStore(SpanIndexStore):
             lock.release()
 
     def filter_mask(self, filters: dict[str, Any] | None) -> np.ndarray | None:
-        """Boolean mask over chunks whose document matches Haystack ``filters`` (``None`` = no filter)."""
+        """Boolean mask over chunks whose document passes ``filters`` — the one filter model
+        (``components.core.retrieval.filters``), the meaning PostgreSQL compiles to SQL (``None`` = no filter)."""
         if not filters:
             return None
-        from components.core.retrieval.filters import check_filters
+        from components.core.retrieval.filters import check_filters, matches
 
         check_filters(filters)
         index = self.open()
-        if self._filter_docs is None:
-            self._filter_docs = [Document(id=d.doc_id, content="", meta={**d.meta, "doc_id": d.doc_id}) for d in index.documents]
-        try:
-            doc_ok = np.array([document_matches_filter(filters, d) for d in self._filter_docs], dtype=bool)
-        except Exception as exc:  # FilterError and friends: the filter itself is malformed
-            raise SpanQAError(f"Invalid metadata filter {filters!r}: {exc}. Use Haystack filter syntax, e.g. "
-                              f"{{'field': 'meta.status', 'operator': '==', 'value': 'current'}}.") from None
+        doc_ok = np.array([matches(filters, {**d.meta, "doc_id": d.doc_id}) for d in index.documents], dtype=bool)
         return doc_ok[index.chunk_doc]
 
     def chunk_document(self, i: int, score: float | None = None, with_embedding: bool = False, **meta) -> Document:
