@@ -107,6 +107,7 @@ def test_a_thousand_random_filters_select_the_same_documents_or_fail_alike(store
         key = "errors" if isinstance(got_mem, str) else ("documents" if got_mem else "empty")
         kinds[key] += 1
     # the draw covers all three outcomes in earnest, not only errors or only empty selections
+    print(f"filter parity: {N_FILTERS} random filters, 100 % the same in both stores: {kinds}")
     assert min(kinds.values()) > 150, kinds
 
 

@@ -138,3 +138,35 @@ def test_postgres_pipeline_from_many_threads_equals_serial(runners):
     with ThreadPoolExecutor(8) as pool:
         threaded = list(pool.map(lambda q: _same_fields(pg.ask(q)), questions * 2))
     assert threaded == serial * 2
+
+
+def test_run_py_filters_on_postgres_run_or_are_refused_in_one_paragraph(tmp_path, pg_dsn):
+    """The filters that used to end in a PostgreSQL traceback (NOT, a number against a text field, a mixed list, a
+    NUL, a dict value, '> yesterday', a top-level doc_id): valid ones answer like memory, invalid ones exit 2 with
+    one paragraph naming the problem."""
+    base = [sys.executable, str(ROOT / "run.py"), str(ROOT / "pipelines/extractive-postgres.yaml"), "--data",
+            str(ROOT / "data/kb"), "--min-confidence", "0", "--json", "--no-audit", "-q",
+            "What is the refund window for annual plans?", "--filters"]
+    valid = {
+        "not": {"operator": "NOT", "conditions": [{"field": "meta.status", "operator": "==", "value": "superseded"}]},
+        "number vs text": {"field": "meta.status", "operator": "==", "value": 5},
+    }
+    for name, f in valid.items():
+        done = subprocess.run(base + [json.dumps(f)], cwd=tmp_path, capture_output=True, text=True, timeout=600)
+        assert done.returncode == 0, (name, done.stderr[-1500:])
+        result = json.loads(done.stdout)
+        if name == "number vs text":  # no document has a numeric status: nothing is retrieved, an honest NOT_FOUND
+            assert result["documents"] == [] and result["verdict"] == "NOT_FOUND"
+        else:
+            assert result["documents"] and all(d["doc_id"] != "refund-policy-2023.md" for d in result["documents"])
+    invalid = {
+        '{"field": "meta.x", "operator": "in", "value": ["a", 1]}': "needs values of one type",
+        '{"field": "meta.x", "operator": "==", "value": "a\\u0000b"}': "contains a NUL character",
+        '{"field": "meta.x", "operator": "==", "value": {"a": 1}}': "must be a string, number, boolean or null",
+        '{"field": "meta.effective_date", "operator": ">", "value": "yesterday"}': "needs a number or an ISO date",
+        '{"field": "doc_id", "operator": "==", "value": "a.md"}': "is not document metadata",
+    }
+    for text, words in invalid.items():
+        done = subprocess.run(base + [text], cwd=tmp_path, capture_output=True, text=True, timeout=600)
+        said = " ".join(done.stderr.split())
+        assert done.returncode == 2 and words in said and "Traceback" not in done.stderr, (text, said[-800:])
