@@ -22,6 +22,9 @@ def parse_args(argv=None):
     p.add_argument("--data", help="corpus: folder of .txt/.md, BEIR folder or SQuAD .json (replaces data_dir)")
     p.add_argument("--cache-dir", help="index cache directory (replaces cache_dir)")
     p.add_argument("--top-k", type=int, help="how many passages the final ranking keeps")
+    p.add_argument("--as", dest="as_user", metavar="USER",
+                   help="ask as USER (with --groups): only documents those groups may read are searched and cited")
+    p.add_argument("--groups", metavar="G1,G2", help="the asker's groups, comma-separated (with --as; '' for none)")
     p.add_argument("--filters", help="Haystack metadata filter as JSON, e.g. '{\"field\":\"meta.status\",\"operator\":\"==\",\"value\":\"current\"}'")
     p.add_argument("--json", action="store_true", help="machine-readable output (one JSON object per query, or the eval summary)")
     p.add_argument("--eval", metavar="DATASET", help="evaluate on a BEIR folder or a SQuAD .json")
@@ -203,11 +206,14 @@ def _main(args, err) -> int:
     if args.eval:
         return _evaluate(args, kind, runner, out, err)
     filters = args.filters
+    groups = None  # a local user reads everything, unless asking as someone
+    if args.as_user is not None or args.groups is not None:
+        groups = [g.strip() for g in (args.groups or "").split(",") if g.strip()]
     qs = questions(args)
     if not qs:
         raise SpanQAError("No question given: pass --query \"...\", pipe questions on stdin (one per line), or run in a terminal to be prompted.")
     for q in qs:
-        result = runner.ask(q, filters=filters, top_k=args.top_k)
+        result = runner.ask(q, filters=filters, top_k=args.top_k, groups=groups, principal=args.as_user)
         if args.json:
             print(json.dumps(public(result), ensure_ascii=False))
         elif runner.readers:

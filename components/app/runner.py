@@ -206,8 +206,12 @@ class QueryRunner:
         return self._retrieval
 
     def ask(self, query: str, filters: dict | None = None, top_k: int | None = None,
-            retrieval_depth: int | None = None) -> dict[str, Any]:
+            retrieval_depth: int | None = None, groups: list[str] | None = None,
+            principal: str | None = None) -> dict[str, Any]:
         """Run one question. ``top_k`` cuts the final ranking; ``retrieval_depth`` sets the retriever's lists.
+
+        ``groups``: the asker's groups — only documents they may read are searched, read and cited (None: no
+        restriction, a local user). ``principal`` names the asker in the audit log. The answer cache keys on both.
 
         When the answer is NOT_FOUND and the corpus has superseded documents (left out of retrieval), the
         question is asked once more of those alone: if one of them answers, the result stays NOT_FOUND with
@@ -218,16 +222,18 @@ class QueryRunner:
         version = self.store().current_version()  # read per question: a re-index by any process shows at once
         key = None
         if self.answer_cache is not None:
-            key = (self._pipeline_hash, version, query, json.dumps(filters, sort_keys=True), top_k, retrieval_depth)
+            scope = None if groups is None else tuple(sorted(set(groups)))
+            key = (self._pipeline_hash, version, query, json.dumps(filters, sort_keys=True), top_k, retrieval_depth,
+                   scope)
             hit = self.answer_cache.get(key)
             if hit is not MISSING:
                 result = copy.deepcopy(hit)
                 result["route"] = ["cache:answer", *result.get("route", [])]
                 result["timings_ms"] = {"answer_cache": round((time.perf_counter() - start) * 1000, 3)}
                 if self.audit_log is not None and self.readers:
-                    self._audit(result)
+                    self._audit(result, principal, groups)
                 return result
-        result = self._answer_fresh(query, filters, top_k, retrieval_depth)
+        result = self._answer_fresh(query, filters, top_k, retrieval_depth, groups)
         # one version from retrieval to the last widening: when a write landed while the question ran, its
         # stages may have read two versions — ask again (bounded), so no answer mixes old and new text
         for _ in range(MAX_VERSION_RETRIES):
@@ -235,26 +241,26 @@ class QueryRunner:
             if now == version:
                 break
             version = now
-            result = self._answer_fresh(query, filters, top_k, retrieval_depth)
+            result = self._answer_fresh(query, filters, top_k, retrieval_depth, groups)
             result["route"] = ["reread:index-changed", *result.get("route", [])]
         else:
             if self.store().current_version() != version:
                 raise SpanQAError(f"the index changed {MAX_VERSION_RETRIES + 1} times while this question ran; ask "
                                   f"again when the re-index has finished")
         if self.audit_log is not None and self.readers:  # the answer given, once (not one read again)
-            self._audit(result)
+            self._audit(result, principal, groups)
         if key is not None:
             key = (key[0], version, *key[2:])
             self.answer_cache.put(key, copy.deepcopy(result))
         return result
 
     def _answer_fresh(self, query: str, filters: dict | None, top_k: int | None,
-                      retrieval_depth: int | None) -> dict[str, Any]:
-        result = self._ask(query, filters, top_k, retrieval_depth)
+                      retrieval_depth: int | None, groups: list[str] | None = None) -> dict[str, Any]:
+        result = self._ask(query, filters, top_k, retrieval_depth, groups=groups)
         retriever = self.pipeline.get_component(self.retriever)
         if (self.readers and result.get("verdict") == "NOT_FOUND" and retriever.superseded == "exclude"
                 and retriever.superseded_documents()):
-            old = self._ask(query, filters, top_k, retrieval_depth, superseded="only")
+            old = self._ask(query, filters, top_k, retrieval_depth, superseded="only", groups=groups)
             if old.get("verdict") == "SUPPORTED":
                 names = list(dict.fromkeys(s["doc_id"] for s in old["spans"]))
                 result.update(
@@ -264,12 +270,14 @@ class QueryRunner:
         return result
 
     def _ask(self, query: str, filters: dict | None, top_k: int | None, retrieval_depth: int | None,
-             superseded: str | None = None) -> dict[str, Any]:
+             superseded: str | None = None, groups: list[str] | None = None) -> dict[str, Any]:
         if not self.warmed:
             self.warm_up()
         inputs: dict[str, dict] = {self.retriever: {"query": query}}
         if superseded is not None:
             inputs[self.retriever]["superseded"] = superseded
+        if groups is not None:
+            inputs[self.retriever]["groups"] = sorted(set(groups))
         if retrieval_depth:
             inputs[self.retriever]["top_k"] = retrieval_depth
         if filters is not None:
@@ -355,9 +363,11 @@ class QueryRunner:
             "_supported": meta.get("last_verdict", verdict) == "SUPPORTED" and meta.get("signals") is not None,
         }
 
-    def _audit(self, result: dict[str, Any]) -> None:
+    def _audit(self, result: dict[str, Any], principal: str | None = None, groups: list[str] | None = None) -> None:
         record = {
             "time": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+            "principal": principal,  # who asked (never the key); None: a local, unrestricted user
+            "groups": None if groups is None else sorted(set(groups)),
             "query": result["query"],
             "retrieved": [{"doc_id": d["doc_id"], "chunk_id": d["chunk_id"], "score": d["score"]} for d in result["documents"]],
             "answer": result.get("answer"),

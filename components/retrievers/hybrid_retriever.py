@@ -7,11 +7,11 @@ from typing import Any
 
 from haystack import Document, component, default_from_dict, default_to_dict
 
-from components.core.errors import SpanQAError
+from components.core.errors import ParameterError, SpanQAError
 from components.core.retrieval.filters import check_filters
 from components.core.params import check_choice, check_number, check_positive_int
 from components.joiners.rrf_joiner import fuse_documents
-from components.stores.base import BM25Params, Selection, SpanIndexStore, SupersededRule
+from components.stores.base import AccessRule, BM25Params, Selection, SpanIndexStore, SupersededRule
 
 
 SUPERSEDED_MODES = ("exclude", "include")
@@ -61,6 +61,8 @@ class HybridRetriever:
         fusion: str = "joiner",
         rrf_k: float = 60,
         rrf_weights: dict[str, float] | None = None,
+        access_field: str = "access",
+        default_access: list[str] | None = None,
     ):
         if not isinstance(document_store, SpanIndexStore):
             raise SpanQAError("HybridRetriever: document_store must be a spanqa span store "
@@ -77,6 +79,13 @@ class HybridRetriever:
         check_number("HybridRetriever", "rrf_k", rrf_k, low=0)
         if fusion == "store" and not (use_bm25 and use_dense):
             raise SpanQAError("HybridRetriever: fusion: store fuses BM25 and dense lists; keep use_bm25 and use_dense true.")
+        if not isinstance(access_field, str) or not access_field:
+            raise SpanQAError("HybridRetriever: access_field must be the name of a metadata field (e.g. access).")
+        if default_access is not None and (not isinstance(default_access, list)
+                                           or not all(isinstance(g, str) and g for g in default_access)):
+            raise SpanQAError("HybridRetriever: default_access must be null (documents without an access field are "
+                              "public) or a list of group names that may read them, e.g. [staff].")
+        self.access_field, self.default_access = access_field, default_access
         self.fusion, self.rrf_k, self.rrf_weights = fusion, rrf_k, rrf_weights
         self.superseded, self.superseded_status_field = superseded, superseded_status_field
         self.superseded_statuses = list(DEFAULT_SUPERSEDED if superseded_statuses is None else superseded_statuses)
@@ -93,7 +102,8 @@ class HybridRetriever:
             bm25_epsilon=self.bm25_epsilon, use_bm25=self.use_bm25, use_dense=self.use_dense, filters=self.filters,
             superseded=self.superseded, superseded_status_field=self.superseded_status_field,
             superseded_statuses=self.superseded_statuses, superseded_by_field=self.superseded_by_field,
-            fusion=self.fusion, rrf_k=self.rrf_k, rrf_weights=self.rrf_weights,
+            fusion=self.fusion, rrf_k=self.rrf_k, rrf_weights=self.rrf_weights, access_field=self.access_field,
+            default_access=self.default_access,
         )
 
     @classmethod
@@ -116,11 +126,18 @@ class HybridRetriever:
         """Ids of the documents whose metadata marks them superseded, retired or archived (as configured)."""
         return self.document_store.superseded_documents(self.rule)
 
-    def _selection(self, filters: dict[str, Any] | None, mode: str) -> Selection:
+    @property
+    def access_rule(self) -> AccessRule:
+        return AccessRule(self.access_field, None if self.default_access is None else tuple(self.default_access))
+
+    def _selection(self, filters: dict[str, Any] | None, mode: str, groups: frozenset[str] | None) -> Selection:
+        """What the searches may return: the filter, minus superseded documents (or only those), minus what an asker
+        of ``groups`` may not read — all applied inside the store's search, before the cut to ``top_k``."""
         outdated = frozenset(self.superseded_documents()) if mode != "include" else frozenset()
+        forbidden = self.document_store.forbidden_documents(self.access_rule, groups)
         if mode == "only":
-            return Selection(filters, only=outdated)
-        return Selection(filters, exclude=outdated)
+            return Selection(filters, only=outdated - forbidden)
+        return Selection(filters, exclude=outdated | forbidden)
 
     @staticmethod
     def _documents(hits, stage: str, embedding_model: str) -> list[Document]:
@@ -135,8 +152,12 @@ class HybridRetriever:
 
     @component.output_types(bm25_documents=list[Document], dense_documents=list[Document], documents=list[Document])
     def run(self, query: str, filters: dict[str, Any] | None = None, top_k: int | None = None,
-            superseded: str | None = None) -> dict[str, Any]:
+            superseded: str | None = None, groups: list[str] | None = None) -> dict[str, Any]:
         """Both ranked lists for ``query`` (each up to ``top_k`` chunks that match ``filters``).
+
+        ``groups``: the asker's groups — only documents they may read are searched (``access_field``; a document
+        without it is public unless ``default_access`` says who may read it). None: no restriction (a local user
+        of the command line); the server always passes the requester's groups (none when anonymous).
 
         ``superseded`` overrides the YAML setting for this call: ``exclude`` (superseded, retired and archived
         documents never answer), ``include``, or ``only`` (just those: to tell the user that only an outdated
@@ -149,7 +170,10 @@ class HybridRetriever:
         k = self.top_k if top_k is None else top_k
         chosen = filters if filters is not None else self.filters
         check_filters(chosen)
-        selection = self._selection(chosen, mode)
+        if groups is not None and (not isinstance(groups, (list, tuple, frozenset, set))
+                                   or not all(isinstance(g, str) for g in groups)):
+            raise ParameterError("HybridRetriever: groups must be a list of group names (or null for no restriction).")
+        selection = self._selection(chosen, mode, None if groups is None else frozenset(groups))
         store = self.document_store
         out: dict[str, list[Document]] = {"bm25_documents": [], "dense_documents": []}
         if selection.empty:

@@ -70,6 +70,32 @@ class SupersededRule:
 
 
 @dataclass(frozen=True)
+class AccessRule:
+    """Who may read a document: its ``field`` (front matter / metadata, e.g. ``access: [finance]``) lists the
+    groups that may; a document without the field is readable by everyone, or — when ``default`` is set — only by
+    those groups. ``public`` in the list opens it to everyone."""
+
+    field: str = "access"
+    default: tuple[str, ...] | None = None
+
+    def allowed(self, meta: dict) -> frozenset[str] | None:
+        """The groups that may read a document with ``meta``; None: everyone."""
+        value = meta.get(self.field)
+        if value is None:
+            return None if self.default is None else frozenset(self.default)
+        groups = frozenset([value] if isinstance(value, str) else (str(g) for g in value)) if isinstance(
+            value, (str, list, tuple)) else frozenset()  # any other value: nobody (never silently public)
+        return None if "public" in groups else groups
+
+    def readable(self, meta: dict, groups: frozenset[str] | None) -> bool:
+        """Whether an asker of ``groups`` may read the document (``groups`` None: an unrestricted local user)."""
+        if groups is None:
+            return True
+        allowed = self.allowed(meta)
+        return allowed is None or bool(allowed & groups)
+
+
+@dataclass(frozen=True)
 class BM25Params:
     k1: float = 1.5
     b: float = 0.75
@@ -255,6 +281,23 @@ class SpanIndexStore:
         raise NotImplementedError
 
     def superseded_documents(self, rule: SupersededRule) -> list[str]:  # pragma: no cover - interface
+        raise NotImplementedError
+
+    def document_metadata(self, field: str) -> dict[str, Any]:  # pragma: no cover - interface
+        """``{doc_id: value of meta[field]}`` for every document that has the field (read once per index version)."""
+        raise NotImplementedError
+
+    def forbidden_documents(self, rule: AccessRule, groups: frozenset[str] | None) -> frozenset[str]:
+        """Documents an asker of ``groups`` may not read (left out inside every search, like superseded ones)."""
+        if groups is None:
+            return frozenset()
+        labelled = self.document_metadata(rule.field)
+        if rule.default is None:  # unlabelled documents are public: only the labelled ones can be forbidden
+            return frozenset(d for d, v in labelled.items() if not rule.readable({rule.field: v}, groups))
+        return frozenset(d for d in self.document_ids()
+                         if not rule.readable({rule.field: labelled[d]} if d in labelled else {}, groups))
+
+    def document_ids(self) -> list[str]:  # pragma: no cover - interface
         raise NotImplementedError
 
     def document_words(self, doc_id: str) -> int:  # pragma: no cover - interface

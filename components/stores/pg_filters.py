@@ -71,3 +71,24 @@ def where_clause(filters: dict | None, alias: str) -> tuple[sql.Composable | Non
     check_filters(filters)
     cond, args = _node(filters, sql.SQL("{}.meta").format(sql.Identifier(alias)))
     return sql.SQL(" WHERE ") + cond, tuple(args)
+
+
+def selection_clause(selection, alias: str) -> tuple[sql.Composable | None, tuple]:
+    """``(WHERE …, parameters)`` of a ``Selection``: its user filter (the filter model, checked) AND the documents
+    it leaves out or keeps (superseded, not readable by the asker) as array parameters — any number of them, never
+    spliced into the statement and never through the user filter's limits."""
+    where, params = where_clause(selection.filters, alias)
+    doc_id = sql.SQL("({}.meta ->> 'doc_id')").format(sql.Identifier(alias))
+    extra: list[sql.Composable] = []
+    args: list = list(params)
+    if selection.exclude:
+        extra.append(sql.SQL("NOT ({} = ANY(%s::text[]))").format(doc_id))
+        args.append(sorted(selection.exclude))
+    if selection.only is not None:
+        extra.append(sql.SQL("{} = ANY(%s::text[])").format(doc_id))
+        args.append(sorted(selection.only))
+    if not extra:
+        return where, params
+    joined = sql.SQL(" AND ").join(extra)
+    clause = (where + sql.SQL(" AND ") + joined) if where is not None else (sql.SQL(" WHERE ") + joined)
+    return clause, tuple(args)

@@ -99,6 +99,7 @@ class PgSpanStore(SpanIndexStore):
         self._corpus: tuple | None = None  # (version, N, avgdl, idf floor per epsilon)
         self._sources = Memo(maxsize=4096)
         self._superseded: tuple | None = None
+        self._metadata: dict[str, tuple] = {}
 
     # -- serialisation ----------------------------------------------------------------------------------
     def to_dict(self) -> dict[str, Any]:
@@ -235,7 +236,7 @@ class PgSpanStore(SpanIndexStore):
     def _bm25_statement(self, tokens: list[str], k: int, selection: Selection, params: BM25Params,
                         ties: bool = False):
         """The BM25 CTEs of one search, their parameters, table names, and the filter's WHERE + parameters."""
-        where, fparams = pg_filters.where_clause(selection.as_filters(), "c0")  # the one filter model
+        where, fparams = pg_filters.selection_clause(selection, "c0")  # the one filter model
         ctes, args, names = pg_bm25.statement(self.tables, tokens, k, where, fparams,
                                               self._corpus_stats(params.epsilon), params, ties)
         return ctes, args, names, where, fparams
@@ -298,7 +299,7 @@ class PgSpanStore(SpanIndexStore):
 
         self.open()
         vec = "[" + ",".join(repr(float(x)) for x in self.embed_query(query)) + "]"
-        where, fparams = pg_filters.where_clause(selection.as_filters(), "c0")
+        where, fparams = pg_filters.selection_clause(selection, "c0")
         statement = sql.SQL("SELECT c0.id, c0.content, c0.meta, c0.embedding, 1 - (c0.embedding <=> %s::vector) "
                             "FROM {chunks} AS c0{where} ORDER BY c0.embedding <=> %s::vector LIMIT %s").format(
             chunks=self.tables.id("chunks"), where=where or sql.SQL(""))
@@ -347,6 +348,20 @@ class PgSpanStore(SpanIndexStore):
                                           self.tables), (rule.status_field, rule.by_field)).fetchall()
             cached = self._superseded = ((version, rule), [d for d, meta in rows if rule.matches(meta)])
         return cached[1]
+
+    def document_metadata(self, field: str) -> dict[str, Any]:
+        self.open()
+        version = pg_schema.version(self._conn(), self.tables)
+        cached = self._metadata.get(field)
+        if cached is None or cached[0] != version:
+            rows = self._conn().execute(q("SELECT doc_id, meta -> %s FROM {documents} WHERE meta ? %s", self.tables),
+                                        (field, field)).fetchall()
+            cached = self._metadata[field] = (version, dict(rows))
+        return cached[1]
+
+    def document_ids(self) -> list[str]:
+        self.open()
+        return [r[0] for r in self._conn().execute(q("SELECT doc_id FROM {documents} ORDER BY ord", self.tables))]
 
     # -- DocumentStore protocol ----------------------------------------------------------------------------
     def count_documents(self) -> int:

@@ -91,6 +91,7 @@ class SpanStore(SpanIndexStore):
         self._word_counts: tuple | None = None
         self._bm25: tuple | None = None
         self._superseded: tuple | None = None
+        self._metadata: dict[str, tuple] = {}
         self._extra: list[SourceDocument] = []  # documents added with write_documents
 
     # -- serialisation ----------------------------------------------------------------------------------
@@ -257,6 +258,17 @@ class SpanStore(SpanIndexStore):
         if cached is None or cached[0] is not index or cached[1] != rule:
             cached = self._superseded = (index, rule, [d.doc_id for d in index.documents if rule.matches(d.meta)])
         return cached[2]
+
+    def document_metadata(self, field: str) -> dict[str, Any]:
+        index = self.open()
+        cached = self._metadata.get(field)
+        if cached is None or cached[0] is not index:
+            cached = self._metadata[field] = (index, {d.doc_id: d.meta[field] for d in index.documents
+                                                      if field in d.meta})
+        return cached[1]
+
+    def document_ids(self) -> list[str]:
+        return [d.doc_id for d in self.open().documents]
 
     def document_words(self, doc_id: str) -> int:
         """Whitespace words of a whole source document (token accounting), counted once per document."""

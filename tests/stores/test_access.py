@@ -1,0 +1,81 @@
+"""Per-document access inside the search, in both stores: a document's `access: [groups]` decides who may read it;
+an asker sees only those, top_k fills with readable documents, and `superseded: only` never names a forbidden one."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from components.core.errors import SpanQAError
+from components.retrievers.hybrid_retriever import HybridRetriever
+from components.stores.base import AccessRule
+from components.stores.pg_span_store import PgSpanStore
+from components.stores.span_store import SpanStore
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory):
+    d = tmp_path_factory.mktemp("access")
+    for i in range(6):
+        (d / f"public-{i}.md").write_text(f"# Refunds {i}\n\nRefund note {i}: annual plans are refunded within 30 days.\n")
+    for i in range(6):
+        (d / f"finance-{i}.md").write_text(f"---\naccess: [finance]\n---\n# Refunds ledger {i}\n\nRefund ledger {i}: "
+                                           f"annual plans refunded this quarter total {1000 + i} euros.\n")
+    (d / "legal.md").write_text("---\naccess: legal\n---\n# Refund dispute\n\nRefund disputes for annual plans go to "
+                                "the legal team.\n")
+    (d / "both.md").write_text("---\naccess: [finance, legal]\n---\n# Refund audit\n\nRefund audits of annual plans "
+                               "are shared.\n")
+    (d / "old.md").write_text("---\naccess: [finance]\nstatus: superseded\n---\n# Old refunds\n\nRefunds of annual "
+                              "plans took 60 days.\n")
+    return d
+
+
+@pytest.fixture(scope="module", params=["memory", "postgres"])
+def store(request, corpus, tmp_path_factory):
+    if request.param == "memory":
+        return SpanStore(data_dir=str(corpus), cache_dir=str(tmp_path_factory.mktemp("cache")), progress=False)
+    request.getfixturevalue("pg_dsn")
+    return PgSpanStore(data_dir=str(corpus), table_prefix=f"access{os.getpid()}", progress=False)
+
+
+def ids(out) -> set[str]:
+    return {d.meta["doc_id"] for d in out["bm25_documents"] + out["dense_documents"]}
+
+
+def test_each_asker_sees_only_what_its_groups_may_read(store):
+    r = HybridRetriever(store, top_k=8)
+    q = "refund annual plans"
+    anonymous = r.run(query=q, groups=[])
+    assert ids(anonymous) == {f"public-{i}.md" for i in range(6)}
+    finance = r.run(query=q, groups=["finance"])
+    assert ids(finance) <= {*(f"public-{i}.md" for i in range(6)), *(f"finance-{i}.md" for i in range(6)), "both.md"}
+    assert not any(d.startswith("legal") for d in ids(finance))
+    # top_k fills with readable documents: eight results, not eight minus the forbidden ones
+    assert len(finance["bm25_documents"]) == len(finance["dense_documents"]) == 8
+    legal = r.run(query=q, groups=["legal"])
+    assert {"legal.md", "both.md"} <= ids(legal) and not any(d.startswith("finance") for d in ids(legal))
+    assert "legal.md" in ids(r.run(query=q))  # no groups given: a local user, unrestricted
+
+
+def test_superseded_only_never_names_a_forbidden_document(store):
+    r = HybridRetriever(store, top_k=5)
+    assert ids(r.run(query="refunds annual plans 60 days", superseded="only", groups=["finance"])) == {"old.md"}
+    assert ids(r.run(query="refunds annual plans 60 days", superseded="only", groups=["legal"])) == set()
+
+
+def test_default_access_closes_unlabelled_documents(store):
+    r = HybridRetriever(store, top_k=20, default_access=["staff"])
+    assert not any(d.startswith("public") for d in ids(r.run(query="refund annual plans", groups=["finance"])))
+    assert any(d.startswith("public") for d in ids(r.run(query="refund annual plans", groups=["staff"])))
+
+
+def test_the_access_rule():
+    rule = AccessRule()
+    assert rule.readable({}, frozenset()) and rule.readable({"access": ["public"]}, frozenset())
+    assert not rule.readable({"access": "finance"}, frozenset({"legal"}))
+    assert rule.readable({"access": ["finance", "legal"]}, frozenset({"legal"}))
+    assert not rule.readable({"access": 5}, frozenset({"5"}))  # a value that is not a list of names: nobody
+    assert rule.readable({"access": "finance"}, None)  # no scope: the local user
+    with pytest.raises(SpanQAError, match="default_access must be null"):
+        HybridRetriever(SpanStore(data_dir="data/kb"), default_access="staff")
