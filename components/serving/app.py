@@ -30,7 +30,7 @@ from starlette.concurrency import run_in_threadpool
 
 from components.serving.limits import (MAX_BODY_BYTES, Refused, classify_failure, describe_validation_errors,
                                        parse_body)
-from components.serving.auth import AuthGuard, load_keys
+from components.serving.auth import AuthGuard, load_keys, requester_groups
 from components.serving.origin_guard import OriginGuard, normalise_origins
 from components.serving.wrapper import ServingConfig, SpanQAPipelineWrapper, wrapper_class
 
@@ -107,7 +107,7 @@ def add_routes(app: FastAPI, config: ServingConfig, wrapper: SpanQAPipelineWrapp
 
         wrapper._require_ready()
         return JSONResponse(await run_in_threadpool(source_passage, wrapper.runner.store(), doc_id, char_start,
-                                                    char_end))
+                                                    char_end, wrapper.access_rule(), requester_groups()))
 
     @app.get(f"/{name}/page_image", tags=["pipelines"], response_class=Response,
              summary="A PDF page rendered as PNG with the span [char_start, char_end) highlighted")
@@ -115,7 +115,8 @@ def add_routes(app: FastAPI, config: ServingConfig, wrapper: SpanQAPipelineWrapp
         from components.serving.page_image import page_image as render
 
         wrapper._require_ready()
-        png = await run_in_threadpool(render, wrapper.runner.store(), doc_id, page, char_start, char_end, evidence)
+        png = await run_in_threadpool(render, wrapper.runner.store(), doc_id, page, char_start, char_end, evidence,
+                                      wrapper.access_rule(), requester_groups())
         return Response(png, media_type="image/png", headers={"Cache-Control": "no-store"})
 
     page = (PAGE_DIR / "index.html").read_text(encoding="utf-8")

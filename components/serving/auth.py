@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import contextvars
 import json
 from dataclasses import dataclass
 from pathlib import Path
@@ -89,6 +90,23 @@ def is_open(method: str, path: str) -> bool:
     return path in OPEN_PATHS or path.startswith(OPEN_PREFIXES) or (method == "GET" and path in OPEN_EXACT_GET)
 
 
+# the principal of the request being served (None: no keys configured, or a route that needs none). Set around the
+# rest of the app, so the route and what it runs in the thread pool (contextvars are copied) can read it.
+REQUESTER: contextvars.ContextVar[Principal | None] = contextvars.ContextVar("spanqa_requester", default=None)
+
+
+def requester_groups() -> list[str]:
+    """The groups of the request being served: an anonymous request (no keys configured) has none, so it reads
+    only documents without an access list (fail closed: never more than a key would give)."""
+    principal = REQUESTER.get()
+    return list(principal.groups) if principal is not None else []
+
+
+def requester_name() -> str:
+    principal = REQUESTER.get()
+    return principal.name if principal is not None else "anonymous"
+
+
 class AuthGuard:
     """ASGI middleware: a valid key for every request but the page's files and readiness."""
 
@@ -106,7 +124,11 @@ class AuthGuard:
         principal = principal_for(self.keys, header)
         if principal is not None:
             scope.setdefault("state", {})["principal"] = principal
-            return await self.app(scope, receive, send)
+            token = REQUESTER.set(principal)
+            try:
+                return await self.app(scope, receive, send)
+            finally:
+                REQUESTER.reset(token)
         reason = ("this server needs an API key: send 'Authorization: Bearer <key>'" if not header
                   else "the API key is not valid (unknown key, or not sent as 'Authorization: Bearer <key>')")
         if scope["type"] == "websocket":

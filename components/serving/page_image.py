@@ -50,17 +50,14 @@ def pdf_file(store, document) -> Path:
     return path
 
 
-def page_image(store, doc_id: str, page: int, start: int, end: int, evidence: str = "") -> bytes:
-    """PNG bytes of page ``page`` of the PDF ``doc_id`` with ``[start, end)`` highlighted."""
+def page_image(store, doc_id: str, page: int, start: int, end: int, evidence: str = "", rule=None,
+               groups: list[str] | None = None) -> bytes:
+    """PNG bytes of page ``page`` of the PDF ``doc_id`` with ``[start, end)`` highlighted (404 for a document the
+    asker may not read, as for one that does not exist)."""
     from components.core.documents.pdf import render_page, span_boxes
-    from components.core.errors import SpanQAError
+    from components.serving.passage import readable_source
 
-    if "\x00" in doc_id or len(doc_id) > 4096:
-        raise Refused(404, f"document {doc_id[:80]!r} is not in the index")
-    try:
-        document = store.source(doc_id)[0]
-    except SpanQAError:
-        raise Refused(404, f"document {doc_id!r} is not in the index") from None
+    document = readable_source(store, doc_id, rule, groups)[0]
     check_offsets(start, end, len(document.text))
     pages = (document.layout or {}).get("pages") or []
     path = pdf_file(store, document)

@@ -36,16 +36,27 @@ def check_offsets(start: int, end: int, length: int) -> None:
                            f"{length} (the document's length)")
 
 
-def source_passage(store, doc_id: str, start: int, end: int) -> dict[str, Any]:
-    """``{doc_id, start, end, text}``: the passage of ``doc_id`` around ``[start, end)``; 404 for an unknown id."""
+def readable_source(store, doc_id: str, rule=None, groups: list[str] | None = None):
+    """``store.source(doc_id)`` for an asker of ``groups`` under the access ``rule``; 404 — the same as for an id
+    that does not exist — for a document the asker may not read, so a forbidden id is never confirmed."""
     from components.core.errors import SpanQAError
 
     if "\x00" in doc_id or len(doc_id) > 4096:  # no stored id holds these: the same 404 from both stores
         raise Refused(404, f"document {doc_id[:80]!r} is not in the index")
     try:
-        document, _units, blocks = store.source(doc_id)
+        found = store.source(doc_id)
     except SpanQAError:
         raise Refused(404, f"document {doc_id!r} is not in the index") from None
+    if rule is not None and not rule.readable(found[0].meta, None if groups is None else frozenset(groups)):
+        raise Refused(404, f"document {doc_id!r} is not in the index")
+    return found
+
+
+def source_passage(store, doc_id: str, start: int, end: int, rule=None,
+                   groups: list[str] | None = None) -> dict[str, Any]:
+    """``{doc_id, start, end, text, location}``: the passage of ``doc_id`` around ``[start, end)``; 404 for an unknown
+    id or one the asker may not read."""
+    document, _units, blocks = readable_source(store, doc_id, rule, groups)
     text = document.text
     check_offsets(start, end, len(text))
     body_start = getattr(document, "body_start", 0)

@@ -19,6 +19,7 @@ from typing import Any
 from hayhooks import BasePipelineWrapper, get_last_user_message
 
 from components.app.runner import NOT_FOUND_TEXT, QueryRunner, public
+from components.serving.auth import requester_groups, requester_name
 from components.serving.limits import Refused, check_question, classify_failure, one_line
 
 
@@ -127,6 +128,10 @@ class SpanQAPipelineWrapper(BasePipelineWrapper):
             raise Refused(503, f"not ready ({self.readiness.reason}); retry when GET /ready answers 200",
                           headers={"Retry-After": "2"})
 
+    def access_rule(self):
+        """The access rule of the pipeline's retriever (who may read which document)."""
+        return self.runner.pipeline.get_component(self.runner.retriever).access_rule
+
     def run_api(self, query: str) -> dict:
         """
         Answer a question from the pipeline's sources, with the answer span's document and character offsets.
@@ -140,7 +145,8 @@ class SpanQAPipelineWrapper(BasePipelineWrapper):
         question = check_question(query, self.config.max_question_chars)
         self._require_ready()
         try:
-            result = self.runner.ask(question, filters=self.config.filters, top_k=self.config.top_k)
+            result = self.runner.ask(question, filters=self.config.filters, top_k=self.config.top_k,
+                                     groups=requester_groups(), principal=requester_name())
         except Exception as exc:  # noqa: BLE001 - a status and one line for the client (504 timeout, 502, 500)
             raise Refused(*classify_failure(exc)) from exc
         return public(result)
