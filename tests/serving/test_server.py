@@ -206,9 +206,12 @@ def test_a_pdf_answer_names_its_page_everywhere_and_its_page_is_rendered_with_th
     span = body["spans"][0]
     doc = next(d for d in load_folder(ROOT / "data/kb").documents if d.doc_id == "security-whitepaper.pdf")
     assert doc.text[span["char_start"]:span["char_end"]] == "2,500 euros"
+    boxes = span["location"].pop("boxes")
     assert span["location"] == {"file": "security-whitepaper.pdf", "format": "pdf", "page": 3, "pages": 3,
                                 "heading_path": ["Reporting a vulnerability"],
                                 "cite": "page 3 of security-whitepaper.pdf (Reporting a vulnerability)"}
+    expected = span_boxes(ROOT / "data/kb/security-whitepaper.pdf", doc.layout, span["char_start"], span["char_end"])
+    assert boxes == [[round(v, 1) for v in b] for b in expected[3]] and len(boxes) == 1  # one line on page 3
     status, chat, _ = http("POST", f"{server.url}/v1/chat/completions",
                            {"model": "extractive", "messages": [{"role": "user", "content": PDF_QUESTION}]})
     assert status == 200

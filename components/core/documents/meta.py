@@ -7,7 +7,8 @@ import datetime as _dt
 from typing import Any
 
 # <meta name=...> / keyword fields taken as document fields (what the superseded rule and filters use)
-FIELDS = ("status", "superseded_by", "version", "date", "effective_date", "product", "audience", "category", "lang")
+FIELDS = ("status", "superseded_by", "version", "date", "effective_date", "product", "audience", "category", "lang",
+          "access")
 
 
 def keyword_fields(keywords: str) -> dict[str, str]:
