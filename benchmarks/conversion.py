@@ -5,6 +5,7 @@ boxes lie on its stated page and hold its words) and conversion throughput again
 The test corpus is built here from CISI: ``--files`` PDFs of ``--pages`` pages (one CISI abstract per section, its
 title an outline entry), and as many HTML pages and Word files of the same sections.
 
+    pip install -e '.[bench]'      # pypdf, which Haystack's PyPDFToDocument (the peer) reads PDFs with
     python benchmarks/conversion.py [--files 12] [--pages 8] [--json]
 """
 
