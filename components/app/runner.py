@@ -111,43 +111,6 @@ def doc_json(d) -> dict[str, Any]:
     return out
 
 
-def add_locations(spans: list[dict[str, Any]], source, data_dir: str | None = None) -> None:
-    """Give each span with offsets its ``location`` in the original file (``components.core.documents.layout``):
-    file, format, page (of how many), heading path, table row and ``cite`` — "page 3 of refund-policy.pdf"; for a
-    PDF span also ``boxes``: its characters' boxes on the page (PDF points, one per line), read from the indexed
-    file when it is still there unchanged."""
-    from components.core.documents.layout import locate
-
-    for span in spans:
-        if span.get("doc_id") is None or span.get("char_start") is None:
-            continue
-        try:
-            document = source(span["doc_id"])[0]
-        except SpanQAError:
-            continue
-        start, end = int(span["char_start"]), int(span["char_end"])
-        span["location"] = where = locate(document, start, end)
-        if where.get("format") == "pdf" and data_dir is not None:
-            where["boxes"] = _pdf_boxes(document, data_dir, start, end, where["page"])
-
-
-def _pdf_boxes(document, data_dir: str, start: int, end: int, page: int) -> list | None:
-    """The span's boxes on ``page`` (rounded to 0.1 pt), or None when the indexed file is gone or changed."""
-    from pathlib import Path
-
-    from components.core.documents.pdf import span_boxes
-    from components.core.retrieval.index import file_sha256
-
-    path = Path(data_dir) / document.layout.get("file", "")
-    try:
-        if not path.is_file() or file_sha256(path) != document.layout.get("sha256"):
-            return None
-        boxes = span_boxes(path, document.layout, start, end).get(page, [])
-    except Exception:  # noqa: BLE001 - the location is a courtesy: an unreadable file never fails an answer
-        return None
-    return [[round(v, 1) for v in box] for box in boxes]
-
-
 def unique_doc_ids(documents) -> list[str]:
     """Source-document ids in rank order, each once (chunk rankings → document rankings)."""
     return list(dict.fromkeys(d.meta.get("doc_id") for d in documents))
@@ -332,6 +295,8 @@ class QueryRunner:
         result["_stages"] = {s: unique_doc_ids(docs) for s, docs in stages.items()}
         if self.readers:
             result.update(self._answer(out))
+            from components.app.locations import add_locations
+
             add_locations(result["spans"], self.store().source, getattr(self.store(), "data_dir", None))
             windows = out.get(self.expander, {}).get("documents", []) if self.expander else []
             result["_read"] = [doc_json(w) for w in windows]

@@ -1,0 +1,45 @@
+"""Where each answer span lies in its original file — page, heading path, table row, a PDF span's character boxes —
+added to a result's spans (``components.core.documents.layout`` says where; this reads the indexed PDF for boxes)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from components.core.errors import SpanQAError
+
+
+def add_locations(spans: list[dict[str, Any]], source, data_dir: str | None = None) -> None:
+    """Give each span with offsets its ``location`` in the original file (``components.core.documents.layout``):
+    file, format, page (of how many), heading path, table row and ``cite`` — "page 3 of refund-policy.pdf"; for a
+    PDF span also ``boxes``: its characters' boxes on the page (PDF points, one per line), read from the indexed
+    file when it is still there unchanged."""
+    from components.core.documents.layout import locate
+
+    for span in spans:
+        if span.get("doc_id") is None or span.get("char_start") is None:
+            continue
+        try:
+            document = source(span["doc_id"])[0]
+        except SpanQAError:
+            continue
+        start, end = int(span["char_start"]), int(span["char_end"])
+        span["location"] = where = locate(document, start, end)
+        if where.get("format") == "pdf" and data_dir is not None:
+            where["boxes"] = _pdf_boxes(document, data_dir, start, end, where["page"])
+
+
+def _pdf_boxes(document, data_dir: str, start: int, end: int, page: int) -> list | None:
+    """The span's boxes on ``page`` (rounded to 0.1 pt), or None when the indexed file is gone or changed."""
+    from pathlib import Path
+
+    from components.core.documents.pdf import span_boxes
+    from components.core.retrieval.index import file_sha256
+
+    path = Path(data_dir) / document.layout.get("file", "")
+    try:
+        if not path.is_file() or file_sha256(path) != document.layout.get("sha256"):
+            return None
+        boxes = span_boxes(path, document.layout, start, end).get(page, [])
+    except Exception:  # noqa: BLE001 - the location is a courtesy: an unreadable file never fails an answer
+        return None
+    return [[round(v, 1) for v in box] for box in boxes]
