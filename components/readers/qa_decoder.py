@@ -95,6 +95,17 @@ class QADecoder:
                 )
         return decoded, [int(s) for s in enc["overflow_to_sample_mapping"]]
 
+    def fit_question(self, query: str) -> str:
+        """The question, unchanged unless it is so long that no context token beyond the ``stride`` would fit in a
+        sequence (the tokenizer then panics — a Rust panic, not an Exception; a CISI query can be a whole
+        paragraph): then cut, at a token boundary of the original text, to at most half a sequence."""
+        limit = self.max_seq_length - self.stride - 4  # 3 special tokens + at least one new context token
+        enc = self.tokenizer(query, add_special_tokens=False, return_offsets_mapping=True)
+        if len(enc["input_ids"]) <= limit:
+            return query
+        keep = max(1, min(limit, (self.max_seq_length - 3) // 2))
+        return query[: enc["offset_mapping"][keep - 1][1]]
+
     def tokenize(self, query: str, contexts: list[str]):
         """Fast-tokenizer encoding with overflow windows, offsets, padded to the longest sequence (numpy)."""
         kwargs = dict(
@@ -105,7 +116,7 @@ class QADecoder:
             return_offsets_mapping=True,
             return_tensors="np",
         )
-        queries = [query] * len(contexts)
+        queries = [self.fit_question(query)] * len(contexts)
         # a fast tokenizer keeps its truncation setting on the shared Rust object and changes it per call:
         # threads must not interleave calls with different settings, so calls are serialised (they are cheap)
         with self._lock:

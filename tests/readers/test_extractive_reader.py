@@ -374,3 +374,16 @@ def test_yaml_pipeline_round_trip_and_run(qa_dir):
 def test_invalid_parameters_are_rejected(kwargs):
     with pytest.raises(ValueError):
         ExtractiveReader(**kwargs)
+
+
+def test_a_question_longer_than_the_sequence_is_cut_not_a_crash(qa_dir):
+    """A question of ~600 tokens left the tokenizer no room for the stride: it panicked (a Rust panic, not an
+    Exception). Such a question is cut to half a sequence; a question that fits is never touched."""
+    question = "Which tray holds paper? " + " ".join(random_prose(3, 40).split()[:500])
+    reader, _ = make_pair(qa_dir, top_k=3, max_seq_length=192, stride=64)
+    out = reader.run(query=question, documents=docs_of(["long"]))
+    assert "answers" in out
+    fitted = reader._decoder.fit_question(question)
+    n = len(minilm_tokenizer()(fitted, add_special_tokens=False)["input_ids"])
+    assert question.startswith(fitted) and n == (192 - 3) // 2
+    assert reader._decoder.fit_question("Which tray holds paper?") == "Which tray holds paper?"
