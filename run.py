@@ -49,7 +49,8 @@ def parse_args(argv=None):
     serving.add_argument("--host", help="with --serve: address to listen on (default 127.0.0.1)")
     serving.add_argument("--port", type=int, help="with --serve: port to listen on (default 1416)")
     serving.add_argument("--keys", metavar="FILE", help="with --serve: API keys (JSON: key -> {principal, groups}); "
-                         "required beyond loopback (default: SPANQA_KEYS_FILE)")
+                         "required beyond loopback (default: SPANQA_KEYS_FILE). With --validate: list documents "
+                         "that name a group no key holds")
     return p.parse_args(argv)
 
 
@@ -105,11 +106,11 @@ def _check_cli_values(args) -> None:
     check_fraction("run.py", "--target-precision", args.target_precision, optional=True)
     check_fraction("run.py", "--min-confidence", args.min_confidence, optional=True)
     args.filters = parse_filters(args.filters) if args.filters else None
-    if args.keys and not args.serve:
+    if args.keys and not (args.serve or args.validate):
         from components.core.errors import SpanQAError
 
         raise SpanQAError("--keys names the API keys of a server: it goes with --serve (run.py PIPELINE --serve "
-                          "--keys FILE).")
+                          "--keys FILE), or with --validate to list documents no key can read.")
 
 
 def _check_calibration_stack(runner, err) -> None:
@@ -134,13 +135,44 @@ def _validate(args, out) -> int:
 
     pipeline, _ = load_pipeline(args.pipeline, data=args.data, cache_dir=args.cache_dir)
     served = resolve_models(pipeline)
+    keys_file = getattr(args, "keys", None) or os.environ.get("SPANQA_KEYS_FILE")
+    access = _access_report(pipeline, keys_file) if keys_file else None
     if args.json:
-        print(json.dumps({"pipeline": args.pipeline, "valid": True, "models": served}))
+        print(json.dumps({"pipeline": args.pipeline, "valid": True, "models": served,
+                          **({"access": access} if access is not None else {})}))
     else:
         out.print(f"{args.pipeline}: valid", highlight=False)
         for name, what in served.items():
             out.print(f"  {name}: {what}", markup=False, highlight=False)
+        if access is not None:
+            out.print(f"  access: {access['restricted']} of {access['documents']} documents restricted; groups of the "
+                      f"keys: {', '.join(access['key_groups']) or '(none)'}", markup=False, highlight=False)
+            for doc_id, groups in access["unknown_groups"].items():
+                out.print(f"  access: {doc_id} names group(s) no key has: {', '.join(groups)} — nobody can read it "
+                          f"through the server", markup=False, highlight=False)
     return 0
+
+
+def _access_report(pipeline, keys_file: str) -> dict:
+    """With --keys: which documents are restricted, and which name a group no key holds (a typo locks them away)."""
+    from components.retrievers.hybrid_retriever import HybridRetriever
+    from components.serving.auth import load_keys
+
+    key_groups = sorted({g for p in load_keys(keys_file).values() for g in p.groups})
+    retriever = next(c for _, c in pipeline.walk() if isinstance(c, HybridRetriever))
+    rule = retriever.access_rule
+    documents = retriever.document_store.load_documents().documents
+    unknown, restricted = {}, 0
+    for doc in documents:
+        allowed = rule.allowed(doc.meta)
+        if allowed is None:
+            continue
+        restricted += 1
+        missing = sorted(allowed - set(key_groups))
+        if missing and not (allowed & set(key_groups)):
+            unknown[doc.doc_id] = missing
+    return {"documents": len(documents), "restricted": restricted, "key_groups": key_groups,
+            "unknown_groups": unknown}
 
 
 def _main(args, err) -> int:

@@ -79,3 +79,26 @@ def test_the_access_rule():
     assert rule.readable({"access": "finance"}, None)  # no scope: the local user
     with pytest.raises(SpanQAError, match="default_access must be null"):
         HybridRetriever(SpanStore(data_dir="data/kb"), default_access="staff")
+
+
+def test_validate_lists_documents_no_key_can_read(tmp_path):
+    """run.py --validate --keys: restricted documents counted, a document naming a group no key holds listed."""
+    import json
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    data = tmp_path / "docs"
+    data.mkdir()
+    (data / "open.md").write_text("# Open\n\nEveryone reads this.\n")
+    (data / "fin.md").write_text("---\naccess: [finance]\n---\n# Fin\n\nFinance reads this.\n")
+    (data / "typo.md").write_text("---\naccess: [fnance]\n---\n# Typo\n\nNobody reads this.\n")
+    keys = tmp_path / "keys.json"
+    keys.write_text(json.dumps({"sk-alice-0123456789abcdef": {"principal": "alice", "groups": ["finance"]}}))
+    done = subprocess.run([sys.executable, str(root / "run.py"), "pipelines/extractive.yaml", "--validate", "--json",
+                           "--data", str(data), "--keys", str(keys)], cwd=root, capture_output=True, text=True,
+                          timeout=600)
+    assert done.returncode == 0, done.stderr[-1500:]
+    access = json.loads(done.stdout)["access"]
+    assert access == {"documents": 3, "restricted": 2, "key_groups": ["finance"], "unknown_groups": {"typo.md": ["fnance"]}}
