@@ -11,12 +11,17 @@ A wrapper class is made per deployment by ``wrapper_class(config)``: Hayhooks in
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 from dataclasses import dataclass, field
 from typing import Any
 
 from hayhooks import BasePipelineWrapper, get_last_user_message
+
+# Answers computed at once: one per core. More threads only fight over the GIL (and the event loop with them:
+# /ready waited seconds behind 100 answers); the others wait on this semaphore, which releases the GIL.
+ANSWERING = threading.BoundedSemaphore(max(1, os.cpu_count() or 1))
 
 from components.app.runner import NOT_FOUND_TEXT, QueryRunner, public
 from components.serving.auth import requester_groups, requester_name
@@ -144,11 +149,12 @@ class SpanQAPipelineWrapper(BasePipelineWrapper):
         """
         question = check_question(query, self.config.max_question_chars)
         self._require_ready()
-        try:
-            result = self.runner.ask(question, filters=self.config.filters, top_k=self.config.top_k,
-                                     groups=requester_groups(), principal=requester_name())
-        except Exception as exc:  # noqa: BLE001 - a status and one line for the client (504 timeout, 502, 500)
-            raise Refused(*classify_failure(exc)) from exc
+        with ANSWERING:  # at most one answer per core computes; the rest wait without holding the GIL
+            try:
+                result = self.runner.ask(question, filters=self.config.filters, top_k=self.config.top_k,
+                                         groups=requester_groups(), principal=requester_name())
+            except Exception as exc:  # noqa: BLE001 - a status and one line for the client (504 timeout, 502, 500)
+                raise Refused(*classify_failure(exc)) from exc
         return public(result)
 
     def run_chat_completion(self, model: str, messages: list[dict], body: dict) -> str:
