@@ -292,6 +292,17 @@ class SpanIndexStore:
         if groups is None:
             return frozenset()
         labelled = self.document_metadata(rule.field)
+        key = (id(labelled), rule, groups)
+        cached = self.__dict__.setdefault("_forbidden", {}).get(key)
+        if cached is not None and cached[0] is labelled:  # per version of the metadata, rule and groups
+            return cached[1]
+        forbidden = self._forbidden_of(labelled, rule, groups)
+        if len(self._forbidden) > 256:
+            self._forbidden.clear()
+        self._forbidden[key] = (labelled, forbidden)
+        return forbidden
+
+    def _forbidden_of(self, labelled: dict[str, Any], rule: AccessRule, groups: frozenset[str]) -> frozenset[str]:
         if rule.default is None:  # unlabelled documents are public: only the labelled ones can be forbidden
             return frozenset(d for d, v in labelled.items() if not rule.readable({rule.field: v}, groups))
         return frozenset(d for d in self.document_ids()

@@ -15,6 +15,7 @@ from haystack.document_stores.types import DuplicatePolicy
 
 from components.core.retrieval.bm25 import BM25Okapi, top_k as top_k_indices
 from components.core.errors import SpanQAError
+from components.core.memo import MISSING, Memo
 from components.core.retrieval.index import (
     CorpusIndex,
     CorruptIndexError,
@@ -92,6 +93,7 @@ class SpanStore(SpanIndexStore):
         self._bm25: tuple | None = None
         self._superseded: tuple | None = None
         self._metadata: dict[str, tuple] = {}
+        self._keep = Memo(maxsize=64)  # (index key, excluded, only) -> chunk mask
         self._extra: list[SourceDocument] = []  # documents added with write_documents
 
     # -- serialisation ----------------------------------------------------------------------------------
@@ -219,14 +221,17 @@ class SpanStore(SpanIndexStore):
         index = self.open()
         mask = self.filter_mask(selection.filters)
         if selection.exclude or selection.only is not None:
-            ids = [d.doc_id for d in index.documents]
-            if selection.only is not None:
-                per_doc = np.array([i in selection.only for i in ids], dtype=bool)
-            else:
-                per_doc = np.ones(len(ids), dtype=bool)
-            if selection.exclude:
-                per_doc &= np.array([i not in selection.exclude for i in ids], dtype=bool)
-            keep = per_doc[index.chunk_doc] if index.n_chunks else np.zeros(0, dtype=bool)
+            key = (index.key, index.n_chunks, selection.exclude, selection.only)
+            keep = self._keep.get(key)
+            if keep is MISSING:  # the same superseded / forbidden sets recur query after query: built once
+                ids = [d.doc_id for d in index.documents]
+                if selection.only is not None:
+                    per_doc = np.array([i in selection.only for i in ids], dtype=bool)
+                else:
+                    per_doc = np.ones(len(ids), dtype=bool)
+                if selection.exclude:
+                    per_doc &= np.array([i not in selection.exclude for i in ids], dtype=bool)
+                keep = self._keep.put(key, per_doc[index.chunk_doc] if index.n_chunks else np.zeros(0, dtype=bool))
             mask = keep if mask is None else (mask & keep)
         return mask
 
