@@ -68,6 +68,11 @@ def print_answer(console: Console, result: dict[str, Any], source) -> None:
                 if not shown:
                     console.print(f"[dim]see also:[/dim] {escape(_snippet(other['text']))} "
                                   f"[dim]({safe(other['doc_id'])} chars {other['char_start']}–{other['char_end']})[/dim]")
+    for conflict in result.get("conflicts") or []:  # another current source says something else: both are shown
+        first = (conflict.get("spans") or [{}])[0]
+        where = (first.get("location") or {}).get("cite") or first.get("doc_id")
+        console.print(f"[bold yellow]but:[/bold yellow] {safe(conflict['answer'])}  [dim]({safe(where)} · chars "
+                      f"{first.get('char_start')}–{first.get('char_end')}): the sources disagree[/dim]")
     console.print(f"[dim]route: {safe(' → '.join(result.get('route') or []))}[/dim]")
     if result.get("citations"):
         console.print(f"[dim]citations: {result['citations']}[/dim]")

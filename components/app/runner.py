@@ -297,7 +297,8 @@ class QueryRunner:
             result.update(self._answer(out))
             from components.app.locations import add_locations
 
-            add_locations(result["spans"], self.store().source, getattr(self.store(), "data_dir", None))
+            for spans in (result["spans"], *(c["spans"] for c in result.get("conflicts") or [])):
+                add_locations(spans, self.store().source, getattr(self.store(), "data_dir", None))
             windows = out.get(self.expander, {}).get("documents", []) if self.expander else []
             result["_read"] = [doc_json(w) for w in windows]
             usage = result.get("usage") or {}
@@ -343,6 +344,8 @@ class QueryRunner:
             "route": meta.get("route", []),
             "spans": spans,
             "citations": meta.get("citations", []),
+            # other documents' different answers the sources also support (reason "conflict: …"): both are said
+            "conflicts": meta.get("conflicts", []),
             "confidence": meta.get("confidence"),  # calibrated P(right); also on a low_confidence refusal
             "score": getattr(final, "score", None),
             "usage": meta.get("usage"),

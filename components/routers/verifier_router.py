@@ -10,7 +10,9 @@ from components.core.text.analysis import Analyzer
 from components.core.verification.answers import (
     answer_score,
     best_answer,
+    conflict_share,
     document_piece,
+    find_conflicts,
     is_abstention,
     locate_answer,
     ranked_answers,
@@ -20,7 +22,7 @@ from components.core.verification.confidence import CalibrationFile, Calibrator,
 from components.core.errors import SpanQAError
 from components.core.text.injection import directive_reason
 from components.core.verification.judgements import DEFAULT_HYPOTHESIS, Judgement, lexical_judgement, nli_judgement
-from components.core.params import check_fraction
+from components.core.params import check_fraction, check_number
 from components.core.verification.checks import (
     LEVELS,
     NOT_FOUND,
@@ -159,6 +161,8 @@ class VerifierRouter:
         max_candidates: int = 1,
         calibration: str | None = None,
         min_confidence: float | None = None,
+        conflict_candidates: int = 5,
+        conflict_min_score_ratio: float = 0.5,
     ) -> None:
         """
         Create the verifier; nothing is loaded until ``warm_up()``.
@@ -190,11 +194,19 @@ class VerifierRouter:
         :param calibration: JSON file of the fitted confidence combiner (``components.core.verification.confidence``), made by
             ``run.py … --eval … --calibrate``; a relative path is looked up from the working directory, then
             from the project root. ``None``: answers carry no confidence.
+        :param conflict_candidates: How many of the reader's best answers are checked for a conflict: another
+            document's different answer, rated at least ``conflict_min_score_ratio`` of the best and SUPPORTED too.
+            Both are reported (``conflicts``, reason ``conflict: …``) and the confidence is multiplied by the best
+            answer's share of their scores. 0 turns the check off.
+        :param conflict_min_score_ratio: How well the reader must rate the other answer, relative to the best.
         :param min_confidence: Below this confidence a SUPPORTED answer becomes NOT_FOUND ``low_confidence``
             (the refused answer kept as ``candidate``). ``None`` uses the threshold the calibration file chose for
             its ``target_precision``; ``0`` never refuses.
         """
         check_fraction("VerifierRouter", "min_confidence", min_confidence, optional=True)
+        check_fraction("VerifierRouter", "conflict_min_score_ratio", conflict_min_score_ratio)
+        check_number("VerifierRouter", "conflict_candidates", conflict_candidates, low=0)
+        self.conflict_candidates, self.conflict_min_score_ratio = int(conflict_candidates), conflict_min_score_ratio
         for name, value in (("min_term_coverage", min_term_coverage), ("max_missing_key_terms", max_missing_key_terms),
                             ("min_answer_coverage", min_answer_coverage), ("entail_threshold", entail_threshold),
                             ("contradiction_threshold", contradiction_threshold)):
@@ -382,20 +394,31 @@ class VerifierRouter:
             kind = answer_kind(best)
             calibrator = self.calibrator(kind)
             confidence = calibrator.predict(signals) if calibrator is not None else None
+            conflicts = find_conflicts(best, answers, lambda a: self.judge(query, a, visibles),
+                                       self.conflict_candidates, self.conflict_min_score_ratio)
+            reason = judgement.reason
+            if conflicts:  # the sources disagree: both are said, and the confidence falls
+                reason = "conflict: " + "; ".join(
+                    f"{(a.meta or {}).get('doc_id')} says {str(a.data)!r}" for a in [best, *(c for c, _, _ in conflicts)])
+                if confidence is not None:
+                    confidence *= conflict_share(best, conflicts)
             meta = {
                 **(best.meta or {}),
                 "verdict": judgement.verdict,
-                "reason": judgement.reason,
+                "reason": reason,
                 "route": route,
                 "spans": self.spans(evidence, judgement),
+                "conflicts": [{"answer": c.data, "spans": self.spans(e, j)} for c, j, e in conflicts],
                 "signals": signals,
                 "confidence": confidence,
             }
             bar = self.confidence_bar(kind)
             if confidence is not None and bar is not None and confidence < bar:
-                out = self._not_found(query, f"low_confidence: confidence {confidence:.2f} below min_confidence "
-                                             f"{bar:.2f}", [*route, "confidence:low"], judgement.verdict, best)
-                out["not_found"][0].meta.update(signals=signals, confidence=confidence, spans=meta["spans"])
+                why = f"low_confidence: confidence {confidence:.2f} below min_confidence {bar:.2f}"
+                out = self._not_found(query, why + (f" ({reason})" if conflicts else ""),
+                                      [*route, "confidence:low"], judgement.verdict, best)
+                out["not_found"][0].meta.update(signals=signals, confidence=confidence, spans=meta["spans"],
+                                                conflicts=meta["conflicts"])
                 return out
             return {"answers": [replace(best, meta=meta)]}
         if decision == "widen" and f"widen:{target}" in base_route:
@@ -456,6 +479,8 @@ class VerifierRouter:
             fallback=self.fallback,
             respect_reader_abstention=self.respect_reader_abstention,
             max_candidates=self.max_candidates,
+            conflict_candidates=self.conflict_candidates,
+            conflict_min_score_ratio=self.conflict_min_score_ratio,
         )
 
     @classmethod

@@ -89,7 +89,13 @@ def chat_text(result: dict[str, Any]) -> str:
                                  for s in result.get("spans") or []))
     cited = "\n".join(f"[{i}] {cite + ',' if cite and cite != doc else doc} chars {start}–{end}"
                       for i, (doc, start, end, cite) in enumerate(sources, start=1))
-    return f"{result['answer']}\n\nSources:\n{cited}" if cited else result["answer"]
+    text = f"{result['answer']}\n\nSources:\n{cited}" if cited else result["answer"]
+    for conflict in result.get("conflicts") or []:  # the sources disagree: the other value and where it stands
+        first = (conflict.get("spans") or [{}])[0]
+        where = (first.get("location") or {}).get("cite") or first.get("doc_id")
+        text += (f"\n\nBut another source says {conflict['answer']!r}: {where}, chars {first.get('char_start')}–"
+                 f"{first.get('char_end')}")
+    return text
 
 
 class SpanQAPipelineWrapper(BasePipelineWrapper):

@@ -6,6 +6,8 @@ Pure functions over ``ExtractedAnswer`` / ``GeneratedAnswer`` and the read docum
 
 from __future__ import annotations
 
+import re
+
 from typing import Any
 
 from haystack import Document
@@ -77,3 +79,52 @@ def locate_answer(answer: Any, visibles: list[Visible], analyzer: Analyzer, lead
         cited = [(p.doc_id, p.start, p.start + len(p.text))
                  for p in (document_piece(d, i) for i, d in enumerate(getattr(answer, "documents", None) or []))]
     return locate_generative(visibles, answer.data, analyzer, cited=cited, lead_in_units=lead_in_units)
+
+
+def _norm(text: Any) -> str:
+    return " ".join(str(text or "").lower().split()).strip(" .,;:")
+
+
+_NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
+
+
+def values(text: Any) -> frozenset[str]:
+    """The numbers an answer states ("30 days" → {"30"}, "€14.99 per month" → {"14.99"}): what makes it a value
+    that another source can contradict."""
+    return frozenset(_NUMBER.findall(str(text or "")))
+
+
+def find_conflicts(best: Any, answers: list[Any], judge, max_candidates: int, min_score_ratio: float) -> list[tuple]:
+    """Other answers that the sources also support: ``(answer, judgement, evidence)`` for each of the reader's
+    ``max_candidates`` best answers that comes from another document, scores at least ``min_score_ratio`` of the
+    best, states a different value (both answers state numbers, and not the same ones) and is judged SUPPORTED by
+    ``judge(answer)`` — two current sources giving different values for the question. Answers without a number
+    (a definition, a procedure) are phrased differently by every source: they are never a conflict here."""
+    if not values(best.data):
+        return []
+    top = answer_score(best)
+    best_doc = (best.meta or {}).get("doc_id")
+    said = [_norm(best.data)]
+    found = []
+    for candidate in ranked_answers(answers)[:max_candidates]:
+        doc = (candidate.meta or {}).get("doc_id")
+        text = _norm(candidate.data)
+        if candidate is best or doc is None or doc == best_doc or not text:
+            continue
+        if answer_score(candidate) < min_score_ratio * top or any(text in s or s in text for s in said):
+            continue
+        if not values(candidate.data) or values(candidate.data) == values(best.data):
+            continue
+        judgement, evidence = judge(candidate)
+        if judgement.verdict == "SUPPORTED" and evidence is not None:
+            found.append((candidate, judgement, evidence))
+            said.append(text)
+    return found
+
+
+def conflict_share(best: Any, conflicts: list[tuple]) -> float:
+    """The best answer's share of the reader's score among the supported, disagreeing answers: the factor its
+    confidence is multiplied by (two equally rated sources that disagree: one half)."""
+    top = answer_score(best)
+    total = top + sum(answer_score(c) for c, _, _ in conflicts)
+    return top / total if total > 0 else 1.0
