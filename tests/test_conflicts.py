@@ -53,3 +53,22 @@ def test_conflicting_current_sources_are_both_reported(runner, question, name, t
 def test_a_single_source_has_no_conflict(runner):
     result = runner.ask("What does ERR-4012 mean?")
     assert result["conflicts"] == [] and not result["reason"].startswith("conflict:")
+
+
+def test_a_number_inside_a_name_is_not_a_value():
+    """The 100 of GLN-HUB-MINI-100 or the 4012 of ERR-4012 is part of a name: never a conflicting value."""
+    from types import SimpleNamespace
+
+    from components.core.verification.answers import inside_identifier, values
+    from components.core.verification.checks import Visible
+
+    text = "The GLN-HUB-MINI-100 controls up to 48 devices; ERR-4012 means a timeout (v2 or 3.5 GHz)."
+    v = Visible("a.md", 0, len(text), text, "", ())
+    def at(word: str):
+        return SimpleNamespace(visible=v, answer=(text.index(word), text.index(word) + len(word)))
+
+    assert inside_identifier(at("100"))
+    assert inside_identifier(at("4012"))
+    assert not inside_identifier(at("48"))
+    assert not inside_identifier(at("3.5"))
+    assert values("up to 48 devices") == {"48"} and values("€14.99 a month") == {"14.99"} and not values("a timeout")

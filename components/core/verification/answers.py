@@ -94,12 +94,26 @@ def values(text: Any) -> frozenset[str]:
     return frozenset(_NUMBER.findall(str(text or "")))
 
 
+def inside_identifier(evidence: Any) -> bool:
+    """Whether the located answer is glued into a longer token — the ``100`` of ``GLN-HUB-MINI-100``, the ``4012``
+    of ``ERR-4012``: a name, not a value a source states."""
+    if evidence is None or evidence.answer is None:
+        return True
+    v, (start, end) = evidence.visible, evidence.answer
+    before = v.slice(max(v.start, start - 1), start)
+    after = v.slice(end, min(v.end, end + 2))
+    glued = lambda ch: ch.isalnum() or ch in "-_/"  # noqa: E731
+    return bool(before and glued(before)) or bool(after and (after[0].isalnum() or (
+        after[0] in "-_/" and len(after) > 1 and after[1].isalnum())))
+
+
 def find_conflicts(best: Any, answers: list[Any], judge, max_candidates: int, min_score_ratio: float) -> list[tuple]:
     """Other answers that the sources also support: ``(answer, judgement, evidence)`` for each of the reader's
     ``max_candidates`` best answers that comes from another document, scores at least ``min_score_ratio`` of the
     best, states a different value (both answers state numbers, and not the same ones) and is judged SUPPORTED by
     ``judge(answer)`` — two current sources giving different values for the question. Answers without a number
-    (a definition, a procedure) are phrased differently by every source: they are never a conflict here."""
+    (a definition, a procedure) are phrased differently by every source: they are never a conflict here; nor is a
+    number that is part of a name (``inside_identifier``)."""
     if not values(best.data):
         return []
     top = answer_score(best)
@@ -116,7 +130,7 @@ def find_conflicts(best: Any, answers: list[Any], judge, max_candidates: int, mi
         if not values(candidate.data) or values(candidate.data) == values(best.data):
             continue
         judgement, evidence = judge(candidate)
-        if judgement.verdict == "SUPPORTED" and evidence is not None:
+        if judgement.verdict == "SUPPORTED" and not inside_identifier(evidence):
             found.append((candidate, judgement, evidence))
             said.append(text)
     return found
