@@ -30,14 +30,12 @@ def add_locations(spans: list[dict[str, Any]], source, data_dir: str | None = No
 
 def _pdf_boxes(document, data_dir: str, start: int, end: int, page: int) -> list | None:
     """The span's boxes on ``page`` (rounded to 0.1 pt), or None when the indexed file is gone or changed."""
-    from pathlib import Path
-
+    from components.core.documents.convert import indexed_file
     from components.core.documents.pdf import span_boxes
-    from components.core.retrieval.index import file_sha256
 
-    path = Path(data_dir) / document.layout.get("file", "")
     try:
-        if not path.is_file() or file_sha256(path) != document.layout.get("sha256"):
+        path, _why = indexed_file(data_dir, document.layout)
+        if path is None:
             return None
         boxes = span_boxes(path, document.layout, start, end).get(page, [])
     except Exception:  # noqa: BLE001 - the location is a courtesy: an unreadable file never fails an answer

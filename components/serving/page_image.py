@@ -34,19 +34,15 @@ def parse_ranges(value: str) -> list[tuple[int, int]]:
 
 def pdf_file(store, document) -> Path:
     """The indexed PDF of ``document`` on disk — checked to be inside ``data_dir`` and unchanged."""
-    from components.core.retrieval.index import file_sha256
+    from components.core.documents.convert import indexed_file
 
     layout = document.layout or {}
     if layout.get("format") != "pdf" or not layout.get("file"):
         raise Refused(404, f"document {document.doc_id!r} is not a PDF: it has no pages to render")
-    root = Path(store.data_dir).resolve()
-    path = (root / layout["file"]).resolve()
-    if not path.is_relative_to(root) and not store.limits.follow_links_outside:
-        raise Refused(404, f"the file of {document.doc_id!r} lies outside the data folder")
-    if not path.is_file():
-        raise Refused(409, f"{layout['file']} is no longer in the data folder {store.data_dir}; re-index")
-    if file_sha256(path) != layout.get("sha256"):
-        raise Refused(409, f"{layout['file']} changed since it was indexed; re-index to see its pages")
+    path, why = indexed_file(store.data_dir, layout, store.limits.follow_links_outside)
+    if path is None:
+        status = 404 if why == "outside the data folder" else 409
+        raise Refused(status, f"the file of {document.doc_id!r} lies {why}" if status == 404 else why)
     return path
 
 

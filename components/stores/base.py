@@ -83,8 +83,12 @@ class AccessRule:
         value = meta.get(self.field)
         if value is None:
             return None if self.default is None else frozenset(self.default)
-        groups = frozenset([value] if isinstance(value, str) else (str(g) for g in value)) if isinstance(
-            value, (str, list, tuple)) else frozenset()  # any other value: nobody (never silently public)
+        if isinstance(value, str):
+            groups = frozenset([value])
+        elif isinstance(value, (list, tuple)):
+            groups = frozenset(str(g) for g in value)
+        else:  # any other value: nobody (never silently public)
+            groups = frozenset()
         return None if "public" in groups else groups
 
     def readable(self, meta: dict, groups: frozenset[str] | None) -> bool:
@@ -205,6 +209,7 @@ class SpanIndexStore:
         self._query_vectors = Memo(maxsize=4096)
         self.load_report: LoadReport | None = None
         self.notes_written = 0  # generator notes written by the last load (the rest came from their cache)
+        self._forbidden: dict[tuple, tuple] = {}  # (metadata, rule, groups) -> the documents they may not read
         self.stats: dict = {}
         self.served_by = ""
 
@@ -293,7 +298,7 @@ class SpanIndexStore:
             return frozenset()
         labelled = self.document_metadata(rule.field)
         key = (id(labelled), rule, groups)
-        cached = self.__dict__.setdefault("_forbidden", {}).get(key)
+        cached = self._forbidden.get(key)
         if cached is not None and cached[0] is labelled:  # per version of the metadata, rule and groups
             return cached[1]
         forbidden = self._forbidden_of(labelled, rule, groups)

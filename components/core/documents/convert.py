@@ -54,3 +54,35 @@ def convert_file(path: Path, rel: str, limits: "LoadLimits") -> "SourceDocument"
     meta.setdefault("title", path.stem.replace("-", " ").replace("_", " "))
     meta["source"] = rel
     return SourceDocument(rel, text, meta, 0, layout)
+
+
+_HASHES: dict[tuple, str] = {}  # (path, size, mtime_ns) -> SHA-256: an unchanged file is hashed once, not per answer
+
+
+def indexed_file(data_dir: str | Path, layout: dict, follow_links_outside: bool = False) -> tuple[Path | None, str]:
+    """``(path, "")`` of the original file a converted document was indexed from, when it is still in ``data_dir``
+    (inside it, unless links may leave it) and unchanged (its SHA-256 as indexed); else ``(None, why)``. Used to
+    read a PDF's boxes and render its pages — never from a path a request names."""
+    from components.core.retrieval.index import file_sha256
+
+    name = layout.get("file")
+    if not name:
+        return None, "no original file"
+    root = Path(data_dir).resolve()
+    path = (root / name).resolve()
+    if not path.is_relative_to(root) and not follow_links_outside:
+        return None, "outside the data folder"
+    try:
+        st = path.stat()
+    except OSError:
+        return None, f"{name} is no longer in the data folder {data_dir}; re-index"
+    key = (str(path), st.st_size, st.st_mtime_ns)
+    digest = _HASHES.get(key)
+    if digest is None:
+        if len(_HASHES) > 4096:
+            _HASHES.clear()
+        digest = _HASHES[key] = file_sha256(path)
+    if digest != layout.get("sha256"):
+        return None, f"{name} changed since it was indexed; re-index to see its pages"
+    return path, ""
+

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from components.core.documents.errors import ConversionError
-from components.core.documents.meta import keyword_fields, plain_value
+from components.core.documents.meta import keyword_fields, pipe_table, plain_value
 
 MAX_RATIO = 200  # uncompressed / compressed; real documents stay far below (text XML compresses ~10×)
 
@@ -38,10 +38,6 @@ def check_archive(path: Path, max_unpacked_bytes: int) -> None:
         raise ConversionError(f"the archive inflates {unpacked / packed:,.0f}× (more than {MAX_RATIO}×): a zip bomb")
     if "word/document.xml" not in {i.filename for i in infos}:
         raise ConversionError("not a Word document (the archive has no word/document.xml)")
-
-
-def _cell(text: str) -> str:
-    return " ".join(text.split()).replace("|", "/")
 
 
 def _heading_level(style_name: str) -> int:
@@ -95,12 +91,10 @@ def read_docx(path: Path, max_bytes: int, max_unpacked_bytes: int) -> tuple[str,
             else:
                 blocks.append(text)
         elif child.tag == qn("w:tbl"):
-            rows = [[_cell(c.text) for c in row.cells] for row in Table(child, document).rows]
-            rows = [r for r in rows if any(r)]
+            rows = [r for r in ([c.text for c in row.cells] for row in Table(child, document).rows)
+                    if any(t.strip() for t in r)]
             if rows:
-                lines = ["| " + " | ".join(rows[0]) + " |", "|" + "---|" * len(rows[0])]
-                lines += ["| " + " | ".join(r) + " |" for r in rows[1:]]
-                blocks.append("\n".join(lines))
+                blocks.append(pipe_table(rows))
     text = "\n\n".join(blocks)
     if not text.strip():
         raise ConversionError("no text (an empty document, or only images)")

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from components.core.documents.errors import ConversionError
-from components.core.documents.meta import FIELDS
+from components.core.documents.meta import FIELDS, pipe_table
 
 _TRAILING = re.compile(r"[ \t]+$", re.MULTILINE)
 
@@ -55,13 +55,9 @@ def body_to_markdown(body) -> str:
             if _flat(el):
                 blocks.append("#" * level + " " + _flat(el))
         elif tag == "table":
-            rows = [[_flat(c).replace("|", "/") for c in row.iter("cell")] for row in el.iter("row")]
-            rows = [r for r in rows if any(r)]
+            rows = [r for r in ([_flat(c) for c in row.iter("cell")] for row in el.iter("row")) if any(r)]
             if rows:
-                width = max(len(r) for r in rows)
-                rows = [r + [""] * (width - len(r)) for r in rows]
-                lines = ["| " + " | ".join(rows[0]) + " |", "|" + "---|" * width]
-                blocks.append("\n".join(lines + ["| " + " | ".join(r) + " |" for r in rows[1:]]))
+                blocks.append(pipe_table(rows))
         elif tag == "list":
             items = [_flat(i) for i in el.iter("item") if _flat(i)]
             if items:

@@ -30,3 +30,13 @@ def plain_value(value: Any) -> Any:
     if isinstance(value, _dt.date):
         return value.isoformat()
     return value.strip() if isinstance(value, str) else value
+
+
+def pipe_table(rows: list[list[str]]) -> str:
+    """Rows of cells as a Markdown pipe table (the first row is the header), the shape the one splitter reads as a
+    table: every row padded to the widest, cell text on one line, ``|`` inside a cell written ``/``."""
+    width = max(len(r) for r in rows)
+    cells = [[" ".join(str(c).split()).replace("|", "/") for c in r] + [""] * (width - len(r)) for r in rows]
+    lines = ["| " + " | ".join(cells[0]) + " |", "|" + "---|" * width]
+    return "\n".join(lines + ["| " + " | ".join(r) + " |" for r in cells[1:]])
+
