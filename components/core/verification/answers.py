@@ -107,9 +107,17 @@ def inside_identifier(evidence: Any) -> bool:
         after[0] in "-_/" and len(after) > 1 and after[1].isalnum())))
 
 
+def source_of(answer: Any) -> tuple:
+    """The source an answer comes from: its document's file and title — the paragraphs of one article (a SQuAD
+    file's ``Title#n`` documents, the chunks of one PDF) are one source, which does not conflict with itself."""
+    meta = getattr(getattr(answer, "document", None), "meta", None) or {}
+    doc_id = (answer.meta or {}).get("doc_id")
+    return (meta.get("source") or doc_id, meta.get("title")) if meta else (doc_id, None)
+
+
 def find_conflicts(best: Any, answers: list[Any], judge, max_candidates: int, min_score_ratio: float) -> list[tuple]:
     """Other answers that the sources also support: ``(answer, judgement, evidence)`` for each of the reader's
-    ``max_candidates`` best answers that comes from another document, scores at least ``min_score_ratio`` of the
+    ``max_candidates`` best answers that comes from another source (``source_of``), scores at least ``min_score_ratio`` of the
     best, states a different value (both answers state numbers, and not the same ones) and is judged SUPPORTED by
     ``judge(answer)`` — two current sources giving different values for the question. Answers without a number
     (a definition, a procedure) are phrased differently by every source: they are never a conflict here; nor is a
@@ -117,13 +125,13 @@ def find_conflicts(best: Any, answers: list[Any], judge, max_candidates: int, mi
     if not values(best.data):
         return []
     top = answer_score(best)
-    best_doc = (best.meta or {}).get("doc_id")
+    best_source = source_of(best)
     said = [_norm(best.data)]
     found = []
     for candidate in ranked_answers(answers)[:max_candidates]:
-        doc = (candidate.meta or {}).get("doc_id")
         text = _norm(candidate.data)
-        if candidate is best or doc is None or doc == best_doc or not text:
+        if candidate is best or (candidate.meta or {}).get("doc_id") is None or source_of(candidate) == best_source \
+                or not text:
             continue
         if answer_score(candidate) < min_score_ratio * top or any(text in s or s in text for s in said):
             continue
