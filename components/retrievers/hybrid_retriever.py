@@ -114,7 +114,7 @@ class HybridRetriever:
         """Open (index or sync) the store and load the query embedder once."""
         self.document_store.open()
         if self.use_dense:
-            self.document_store.embedder  # noqa: B018 - loads the model once, here and not in run()
+            self.document_store.load_embedder()  # once, here and not in run()
             self.served_by = self.document_store.served_by
         self._warm = True
 

@@ -1,22 +1,25 @@
-"""The one store interface: what the retriever, the window expander and the runner ask of a span store.
+"""The one store interface (``SpanIndexStore``, a ``typing.Protocol`` like Haystack's ``DocumentStore``) and
+what both stores share (``StoreBase``).
 
 Two stores implement it: ``SpanStore`` (numpy arrays in memory, cached on disk) and ``PgSpanStore``
-(PostgreSQL + pgvector). Components talk to ``SpanIndexStore`` only — no ``isinstance`` branches:
+(PostgreSQL + pgvector). Components talk to the protocol only — no ``isinstance`` branches on a store class:
 
 - ``open()`` — index ``data_dir`` (build or sync) once, then return quickly;
-- ``bm25_search`` / ``dense_search`` — top-k chunks as ``(Document, score)`` under a ``Selection``
-  (Haystack filters plus documents to leave out or keep), applied *before* the cut to k;
+- ``bm25_search`` / ``dense_search`` / ``hybrid_search`` — top-k chunks as ``(Document, score)`` under a
+  ``Selection`` (filters plus documents to leave out or keep), applied *before* the cut to k;
 - ``source(doc_id)`` — the original text and its sentence / paragraph offsets;
-- ``superseded_documents(rule)`` and ``document_words(doc_id)``.
+- ``current_version()``, ``superseded_documents(rule)``, ``forbidden_documents(rule, groups)``,
+  ``document_words(doc_id)``.
 
-Settings shared by both stores (splitter, analyzer, embedding model, load limits) live here, so a YAML
-switches stores by changing only the store section. The query embedder and its memo live here too.
+The settings both stores take (``components.stores.settings.StoreSettings``) are declared once, so a YAML
+switches stores by changing only the ``type:`` line and the store's own keys. The query embedder and its memo
+live in ``StoreBase``.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 from haystack import Document
@@ -27,6 +30,7 @@ from components.core.retrieval.index import IndexSettings
 from components.core.retrieval.loaders import LoadLimits, LoadReport, SourceDocument, load_corpus
 from components.core.memo import MISSING, Memo
 from components.core.backends.models import load_sentence_transformer, resolve_model, torch_device
+from components.stores.settings import StoreSettings
 
 
 @dataclass(frozen=True)
@@ -112,106 +116,45 @@ def chunk_meta(doc: SourceDocument, chunk_id: str, start: int, end: int, kind: s
             "kind": kind, "level": "chunk", **chunk_location(doc.layout, start)}
 
 
-CONTEXT_NOTES = ("headings", "none", "generator")  # what is indexed before each chunk (docs/documents.md)
-CONVERSION_KEYS = ("max_pages", "max_unpacked_bytes")  # the `conversion:` limits (PDF pages, DOCX archive size)
+class StoreBase:
+    """What both stores share: their settings (``StoreSettings``, declared once), the analyzer and index settings
+    made from them, the query embedder and its memo, corpus loading and the access rule's forbidden set. A store
+    subclasses it and implements the ``SpanIndexStore`` protocol's searches."""
 
-
-@dataclass
-class StoreConfig:
-    """The settings both stores take from YAML (splitter, analyzer, embedder, load limits)."""
-
-    data_dir: str
-    embedding_model: str
-    query_prefix: str
-    passage_prefix: str
-    max_chunk_chars: int
-    chunk_overlap: float
-    language: str | None
-    stopwords: str | list[str] | None
-    embed_title: bool
-    batch_size: int
-    device: str | None
-    progress: bool
-    limits: LoadLimits = field(default_factory=LoadLimits)
-    embedding_precision: str = "fp32"
-    context_notes: str = "headings"
-    context_generator: dict | None = None
-
-    def to_params(self) -> dict[str, Any]:
-        return dict(
-            data_dir=self.data_dir, embedding_model=self.embedding_model, query_prefix=self.query_prefix,
-            passage_prefix=self.passage_prefix, max_chunk_chars=self.max_chunk_chars,
-            chunk_overlap=self.chunk_overlap, language=self.language, stopwords=self.stopwords,
-            embed_title=self.embed_title, batch_size=self.batch_size, device=self.device,
-            embedding_precision=self.embedding_precision, progress=self.progress,
-            max_document_bytes=self.limits.max_document_bytes,
-            max_front_matter_bytes=self.limits.max_front_matter_bytes,
-            follow_links_outside=self.limits.follow_links_outside,
-            context_notes=self.context_notes, context_generator=self.context_generator,
-            conversion={"max_pages": self.limits.max_pages, "max_unpacked_bytes": self.limits.max_unpacked_bytes},
-        )
-
-
-class SpanIndexStore:
-    """Base of both span stores: shared settings, the query embedder, and the interface components use."""
-
-    component_name = "SpanIndexStore"
-
-    def _init_common(self, data_dir: str, embedding_model: str, query_prefix: str, passage_prefix: str,
-                     max_chunk_chars: int, chunk_overlap: float, language: str | None,
-                     stopwords: str | list[str] | None, embed_title: bool, batch_size: int, device: str | None,
-                     progress: bool, max_document_bytes: int, max_front_matter_bytes: int,
-                     follow_links_outside: bool, embedding_precision: str = "fp32", *,
-                     context_notes: str = "headings", conversion: dict[str, int] | None = None,
-                     context_generator: dict | None = None) -> None:
-        from components.core.backends.models import PRECISIONS
-        from components.core.params import ParameterError, check_choice, check_fraction, check_positive_int
-
+    def _init_settings(self, settings: dict[str, Any]) -> None:
         name = type(self).__name__
-        check_fraction(name, "chunk_overlap", chunk_overlap, high=0.5, high_open=True)
-        check_choice(name, "embedding_precision", embedding_precision, PRECISIONS)
-        check_choice(name, "context_notes", context_notes, CONTEXT_NOTES)
+        self.config = StoreSettings.from_params(name, settings)
         notes_model = ""
-        if context_notes == "generator":
-            from components.core.documents.notes import NoteWriter, check_generator_config
+        if self.config.context_notes == "generator":
+            from components.core.documents.notes import NoteWriter
 
-            context_generator = check_generator_config(name, context_generator)
-            notes_model = NoteWriter.model_of(context_generator)
-        if conversion is not None and not isinstance(conversion, dict):
-            raise ParameterError(f"{name}: parameter 'conversion' is {conversion!r}, but it must be a mapping such as "
-                                 f"{{max_pages: 2000}}. Fix the store's section of the pipeline YAML.")
-        conversion = dict(conversion or {})
-        unknown = sorted(set(conversion) - set(CONVERSION_KEYS))
-        if unknown:
-            raise ParameterError(f"{name}: unknown key(s) {unknown} in `conversion:` (allowed: "
-                                 f"{', '.join(CONVERSION_KEYS)}); fix the store's section of the pipeline YAML.")
-        for key in CONVERSION_KEYS:
-            conversion.setdefault(key, getattr(LoadLimits, key))
-            check_positive_int(name, f"conversion.{key}", conversion[key])
-        for key, value in (("max_chunk_chars", max_chunk_chars), ("batch_size", batch_size),
-                           ("max_document_bytes", max_document_bytes),
-                           ("max_front_matter_bytes", max_front_matter_bytes)):
-            check_positive_int(name, key, value)
-        self.config = StoreConfig(data_dir, embedding_model, query_prefix, passage_prefix, max_chunk_chars,
-                                  chunk_overlap, language, stopwords, embed_title, batch_size, device, progress,
-                                  LoadLimits(max_document_bytes, max_front_matter_bytes, bool(follow_links_outside),
-                                             **conversion),
-                                  embedding_precision, context_notes, context_generator)
+            notes_model = NoteWriter.model_of(self.config.context_generator)
+        self.analyzer = Analyzer(language=self.config.language, stopwords=self.config.stopwords)
+        self.settings = IndexSettings(max_chunk_chars=self.config.max_chunk_chars,
+                                      chunk_overlap=self.config.chunk_overlap, analyzer=self.analyzer.to_dict(),
+                                      embedding_model=self.config.embedding_model,
+                                      passage_prefix=self.config.passage_prefix, embed_title=self.config.embed_title,
+                                      embedding_precision=self.config.embedding_precision,
+                                      context_notes=self.config.context_notes, context_model=notes_model)
         self.limits = self.config.limits
-        self.data_dir, self.embedding_model = data_dir, embedding_model
-        self.query_prefix, self.passage_prefix, self.progress = query_prefix, passage_prefix, progress
-        self.analyzer = Analyzer(language=language, stopwords=stopwords)
-        self.settings = IndexSettings(max_chunk_chars=max_chunk_chars, chunk_overlap=chunk_overlap,
-                                      analyzer=self.analyzer.to_dict(), embedding_model=embedding_model,
-                                      passage_prefix=passage_prefix, embed_title=embed_title,
-                                      embedding_precision=embedding_precision, context_notes=context_notes,
-                                      context_model=notes_model)
         self._query_vectors = Memo(maxsize=4096)
         self.load_report: LoadReport | None = None
         self.notes_written = 0  # generator notes written by the last load (the rest came from their cache)
         self._forbidden: dict[tuple, tuple] = {}  # (metadata, rule, groups) -> the documents they may not read
         self.stats: dict = {}
         self.served_by = ""
+
+    @property
+    def data_dir(self) -> str:
+        return self.config.data_dir
+
+    @property
+    def embedding_model(self) -> str:
+        return self.config.embedding_model
+
+    @property
+    def progress(self) -> bool:
+        return self.config.progress
 
     def load_documents(self) -> LoadReport:
         """The corpus of ``data_dir`` (skipped files listed), with the generator's situating notes attached when
@@ -236,6 +179,9 @@ class SpanIndexStore:
                                                                      self.config.embedding_precision)
         return model
 
+    def load_embedder(self) -> None:
+        self.embedder  # noqa: B018 - the property loads it once
+
     def embed_passages(self, texts: list[str]) -> np.ndarray:
         return self.embedder.encode(texts, batch_size=self.config.batch_size, normalize_embeddings=True,
                                     convert_to_numpy=True, show_progress_bar=False)  # the indexing bar shows it
@@ -245,7 +191,7 @@ class SpanIndexStore:
         hit = self._query_vectors.get(text)
         if hit is not MISSING:
             return hit
-        vec = self.embedder.encode([self.query_prefix + text], normalize_embeddings=True, convert_to_numpy=True,
+        vec = self.embedder.encode([self.config.query_prefix + text], normalize_embeddings=True, convert_to_numpy=True,
                                    show_progress_bar=False)
         return self._query_vectors.put(text, vec[0].astype(np.float32))
 
@@ -253,17 +199,7 @@ class SpanIndexStore:
     def query_cache_hits(self) -> int:
         return self._query_vectors.hits
 
-    # -- the interface the components use -------------------------------------------------------------------
-    def open(self, refresh: bool = False) -> Any:  # pragma: no cover - interface
-        raise NotImplementedError
-
-    def bm25_search(self, tokens: list[str], k: int, selection: Selection,
-                    params: BM25Params) -> list[tuple[Document, float]]:  # pragma: no cover - interface
-        raise NotImplementedError
-
-    def dense_search(self, query: str, k: int, selection: Selection) -> list[tuple[Document, float]]:  # pragma: no cover
-        raise NotImplementedError
-
+    # -- defaults of the protocol, written once in terms of its searches --------------------------------------
     def hybrid_search(self, tokens: list[str], query: str, k: int, selection: Selection, params: BM25Params,
                       rrf_k: float = 60, weights: dict[str, float] | None = None):
         """Both lists and their RRF fusion: ``(bm25 hits, dense hits, [(chunk id, rrf, ranks)] best first)``.
@@ -275,22 +211,6 @@ class SpanIndexStore:
         fused = reciprocal_rank_fusion({"bm25": [d.id for d, _ in bm25], "dense": [d.id for d, _ in dense]},
                                        k=rrf_k, weights=weights, top_k=k)
         return bm25, dense, fused
-
-    def source(self, doc_id: str) -> tuple[SourceDocument, np.ndarray, np.ndarray]:  # pragma: no cover - interface
-        raise NotImplementedError
-
-    def current_version(self) -> str:  # pragma: no cover - interface
-        """The index version a query reads now: it changes whenever a write (of this process or, for a shared
-        database, of any process) changes what a search or ``source`` returns. The runner reads it before and
-        after each question and keys its answer cache on it."""
-        raise NotImplementedError
-
-    def superseded_documents(self, rule: SupersededRule) -> list[str]:  # pragma: no cover - interface
-        raise NotImplementedError
-
-    def document_metadata(self, field: str) -> dict[str, Any]:  # pragma: no cover - interface
-        """``{doc_id: value of meta[field]}`` for every document that has the field (read once per index version)."""
-        raise NotImplementedError
 
     def forbidden_documents(self, rule: AccessRule, groups: frozenset[str] | None) -> frozenset[str]:
         """Documents an asker of ``groups`` may not read (left out inside every search, like superseded ones)."""
@@ -313,8 +233,71 @@ class SpanIndexStore:
         return frozenset(d for d in self.document_ids()
                          if not rule.readable({rule.field: labelled[d]} if d in labelled else {}, groups))
 
-    def document_ids(self) -> list[str]:  # pragma: no cover - interface
-        raise NotImplementedError
 
-    def document_words(self, doc_id: str) -> int:  # pragma: no cover - interface
-        raise NotImplementedError
+@runtime_checkable
+class SpanIndexStore(Protocol):
+    """The one store interface: what the retriever, the window expander, the verifier and the runner ask of a
+    span store. ``SpanStore`` (memory) and ``PgSpanStore`` (PostgreSQL) implement it; a third store would too.
+    ``isinstance(x, SpanIndexStore)`` checks that every member below exists (a test checks both stores)."""
+
+    config: StoreSettings
+    analyzer: Analyzer
+    limits: LoadLimits
+    load_report: LoadReport | None
+    stats: dict
+    served_by: str
+
+    @property
+    def data_dir(self) -> str: ...
+
+    @property
+    def embedding_model(self) -> str: ...
+
+    def open(self, refresh: bool = False) -> Any:
+        """Index ``data_dir`` (build or sync) once, then return quickly."""
+
+    def current_version(self) -> str:
+        """The index version a query reads now: it changes whenever a write (of this process or, for a shared
+        database, of any process) changes what a search or ``source`` returns. The runner reads it before and
+        after each question and keys its answer cache on it."""
+
+    def load_embedder(self) -> None:
+        """Load the query embedder now (``warm_up``), not in the first query; sets ``served_by``."""
+
+    def embed_query(self, text: str) -> np.ndarray: ...
+
+    def bm25_search(self, tokens: list[str], k: int, selection: Selection,
+                    params: BM25Params) -> list[tuple[Document, float]]:
+        """Top-k chunks by BM25 under ``selection``, applied before the cut to k."""
+
+    def dense_search(self, query: str, k: int, selection: Selection) -> list[tuple[Document, float]]:
+        """Top-k chunks by cosine under ``selection``, applied before the cut to k."""
+
+    def hybrid_search(self, tokens: list[str], query: str, k: int, selection: Selection, params: BM25Params,
+                      rrf_k: float = 60, weights: dict[str, float] | None = None) -> tuple[list, list, list]:
+        """Both lists and their RRF fusion: ``(bm25 hits, dense hits, [(chunk id, rrf, ranks)] best first)``."""
+
+    def source(self, doc_id: str) -> tuple[SourceDocument, np.ndarray, np.ndarray]:
+        """The original document and its sentence / paragraph offsets (``SpanQAError`` for an unknown id)."""
+
+    def superseded_documents(self, rule: SupersededRule) -> list[str]: ...
+
+    def document_metadata(self, field: str) -> dict[str, Any]:
+        """``{doc_id: value of meta[field]}`` for every document that has the field (read once per version)."""
+
+    def forbidden_documents(self, rule: AccessRule, groups: frozenset[str] | None) -> frozenset[str]:
+        """Documents an asker of ``groups`` may not read (left out inside every search)."""
+
+    def document_ids(self) -> list[str]: ...
+
+    def document_words(self, doc_id: str) -> int: ...
+
+    def load_documents(self) -> LoadReport: ...
+
+    def count_documents(self) -> int: ...
+
+    def filter_documents(self, filters: dict[str, Any] | None = None) -> list[Document]: ...
+
+    def write_documents(self, documents: list[Document], policy: Any = None) -> int: ...
+
+    def delete_documents(self, document_ids: list[str]) -> None: ...

@@ -14,11 +14,11 @@ from haystack.document_stores.types import DuplicatePolicy
 from haystack.utils import Secret, deserialize_secrets_inplace
 
 from components.core.errors import SpanQAError
-from components.core.retrieval.loaders import LoadLimits, SourceDocument, check_unique_ids
+from components.core.retrieval.loaders import SourceDocument, check_unique_ids
 from components.core.memo import MISSING, Memo
 from components.core.params import check_choice, check_positive_int
 from components.stores import pg_bm25, pg_filters, pg_schema, pg_server, pg_sync, pg_vectors
-from components.stores.base import BM25Params, Selection, SpanIndexStore, SupersededRule
+from components.stores.base import BM25Params, Selection, StoreBase, SupersededRule
 from components.stores.pg_schema import Tables, q
 
 SEARCH_STRATEGIES = ("exact", "hnsw")
@@ -30,7 +30,7 @@ def default_prefix(data_dir: str) -> str:
     return "spanqa_" + hashlib.sha256(str(Path(data_dir).resolve()).encode()).hexdigest()[:10]
 
 
-class PgSpanStore(SpanIndexStore):
+class PgSpanStore(StoreBase):
     """The span index in PostgreSQL: pgvector-haystack's chunk table (HNSW or exact vector search, Haystack
     filters as SQL) plus documents with their sentence/paragraph offsets and BM25 postings, so BM25 Okapi runs
     in SQL with the in-memory scores. Same splitter, analyzer and embedding settings as ``SpanStore``: a YAML
@@ -61,29 +61,12 @@ class PgSpanStore(SpanIndexStore):
         hnsw_m: int = 16,
         hnsw_ef_construction: int = 64,
         recreate: bool = False,
-        embedding_model: str = "sentence-transformers/all-MiniLM-L6-v2",
-        query_prefix: str = "",
-        passage_prefix: str = "",
-        max_chunk_chars: int = 800,
-        chunk_overlap: float = 0.15,
-        language: str | None = "english",
-        stopwords: str | list[str] | None = "english",
-        embed_title: bool = True,
-        batch_size: int = 64,
-        device: str | None = None,
-        embedding_precision: str = "fp32",
-        progress: bool = True,
-        max_document_bytes: int = LoadLimits.max_document_bytes,
-        max_front_matter_bytes: int = LoadLimits.max_front_matter_bytes,
-        follow_links_outside: bool = False,
-        context_notes: str = "headings",
-        conversion: dict[str, int] | None = None,
-        context_generator: dict | None = None,
+        **settings: Any,
     ):
-        self._init_common(data_dir, embedding_model, query_prefix, passage_prefix, max_chunk_chars, chunk_overlap,
-                          language, stopwords, embed_title, batch_size, device, progress, max_document_bytes,
-                          max_front_matter_bytes, follow_links_outside, embedding_precision,
-                          context_notes=context_notes, conversion=conversion, context_generator=context_generator)
+        """``data_dir`` and the other shared settings (embedding model, splitter, analyzer, load limits) are
+        ``components.stores.settings.StoreSettings``'s, the same for both stores; an unknown key is one paragraph
+        listing them."""
+        self._init_settings({"data_dir": data_dir, **settings})
         check_choice("PgSpanStore", "search_strategy", search_strategy, SEARCH_STRATEGIES)
         for key, value in (("ef_search", ef_search), ("hnsw_m", hnsw_m), ("hnsw_ef_construction", hnsw_ef_construction)):
             check_positive_int("PgSpanStore", key, value)

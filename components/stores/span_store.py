@@ -26,8 +26,8 @@ from components.core.retrieval.index import (
     remove_stale_temporaries,
     save_index,
 )
-from components.core.retrieval.loaders import LoadLimits, LoadReport, SourceDocument, check_unique_ids
-from components.stores.base import BM25Params, Selection, SpanIndexStore, SupersededRule, chunk_meta
+from components.core.retrieval.loaders import LoadReport, SourceDocument, check_unique_ids
+from components.stores.base import BM25Params, Selection, StoreBase, SupersededRule, chunk_meta
 
 logger = logging.getLogger(__name__)
 
@@ -43,7 +43,7 @@ def _say(message: str) -> None:
     print(f"spanqa: {message}", file=sys.stderr, flush=True)
 
 
-class SpanStore(SpanIndexStore):
+class SpanStore(StoreBase):
     """Documents from ``data_dir`` split into sentence-aligned chunks, indexed for BM25 and dense retrieval.
 
     The index is built on first use (``open()``), cached under ``cache_dir`` keyed by the corpus content, the
@@ -64,29 +64,12 @@ class SpanStore(SpanIndexStore):
         self,
         data_dir: str = "data/kb",
         cache_dir: str = ".spanqa/cache",
-        embedding_model: str = "sentence-transformers/all-MiniLM-L6-v2",
-        query_prefix: str = "",
-        passage_prefix: str = "",
-        max_chunk_chars: int = 800,
-        chunk_overlap: float = 0.15,
-        language: str | None = "english",
-        stopwords: str | list[str] | None = "english",
-        embed_title: bool = True,
-        batch_size: int = 64,
-        device: str | None = None,
-        embedding_precision: str = "fp32",
-        progress: bool = True,
-        max_document_bytes: int = LoadLimits.max_document_bytes,
-        max_front_matter_bytes: int = LoadLimits.max_front_matter_bytes,
-        follow_links_outside: bool = False,
-        context_notes: str = "headings",
-        conversion: dict[str, int] | None = None,
-        context_generator: dict | None = None,
+        **settings: Any,
     ):
-        self._init_common(data_dir, embedding_model, query_prefix, passage_prefix, max_chunk_chars, chunk_overlap,
-                          language, stopwords, embed_title, batch_size, device, progress, max_document_bytes,
-                          max_front_matter_bytes, follow_links_outside, embedding_precision,
-                          context_notes=context_notes, conversion=conversion, context_generator=context_generator)
+        """``data_dir`` and the other shared settings (embedding model, splitter, analyzer, load limits) are
+        ``components.stores.settings.StoreSettings``'s, the same for both stores; an unknown key is one paragraph
+        listing them."""
+        self._init_settings({"data_dir": data_dir, **settings})
         self.cache_dir = cache_dir
         self._index: CorpusIndex | None = None
         self._word_counts: tuple | None = None
