@@ -33,7 +33,7 @@ from components.evaluation.evaluate import load_beir_queries
 from components.core.retrieval.fusion import reciprocal_rank_fusion
 from components.evaluation.metrics import ndcg_at_k, recall_at_k
 from components.stores.base import Selection
-from components.stores.pg_span_store import PgSpanStore
+from components.stores.pgvector.store import PgSpanStore
 from components.stores.span_store import SpanStore
 
 

@@ -14,6 +14,7 @@ Usage::
 from __future__ import annotations
 
 import collections.abc
+import dataclasses
 import importlib
 import inspect
 import types
@@ -22,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from components.core.errors import SpanQAError
+from components.stores.base import MOVED_TYPES
 
 # a component's type must live in one of these packages (checked before importing anything)
 ALLOWED_TYPE_PREFIXES = ("components.", "haystack.")
@@ -108,6 +110,9 @@ def _import_type(path: str | Path, name: str, type_name: Any):
             f"{_where(path, name)} has type '{type_name}', which is outside the allowed packages "
             f"({', '.join(p.rstrip('.') for p in ALLOWED_TYPE_PREFIXES)}). Nothing was imported. Use a class from "
             f"the 'components' package or from Haystack; a pipeline YAML can name only those.")
+    if type_name in MOVED_TYPES:
+        raise SpanQAError(f"{_where(path, name)} has type '{type_name}', which has moved to "
+                          f"'{MOVED_TYPES[type_name]}'. Write `type: {MOVED_TYPES[type_name]}` there.")
     module_name, _, cls_name = type_name.rpartition(".")
     try:
         cls = getattr(importlib.import_module(module_name), cls_name)
@@ -123,9 +128,28 @@ def _import_type(path: str | Path, name: str, type_name: Any):
 
 def _hints(cls) -> dict[str, Any]:
     try:
-        return typing.get_type_hints(cls.__init__)
+        hints = typing.get_type_hints(cls.__init__)
+        settings = getattr(cls, "settings_class", None)  # a store's shared settings (a dataclass)
+        return {**typing.get_type_hints(settings), **hints} if settings is not None else hints
     except Exception:  # noqa: BLE001 - unresolvable annotations: check names only
         return {}
+
+
+def _parameters(cls) -> tuple[list[str], dict[str, Any], bool]:
+    """The parameter names a class takes, their defaults, and whether it takes any name: a class whose
+    ``**settings`` are a dataclass (``settings_class``, the stores) takes exactly that dataclass's fields."""
+    sig = inspect.signature(cls.__init__)
+    known = [p for p, v in sig.parameters.items() if p != "self" and v.kind not in (v.VAR_POSITIONAL, v.VAR_KEYWORD)]
+    defaults = {p: sig.parameters[p].default for p in known}
+    accepts_any = any(p.kind is p.VAR_KEYWORD for p in sig.parameters.values())
+    settings = getattr(cls, "settings_class", None)
+    if settings is not None and dataclasses.is_dataclass(settings):
+        for f in dataclasses.fields(settings):
+            if f.name not in defaults:
+                known.append(f.name)
+                defaults[f.name] = f.default if f.default is not dataclasses.MISSING else inspect.Parameter.empty
+        accepts_any = False
+    return known, defaults, accepts_any
 
 
 def _check_secret(path: str | Path, name: str, data: dict) -> None:
@@ -154,15 +178,12 @@ def check_component(path: str | Path, name: str, data: Any):
     if not isinstance(params, dict):
         raise SpanQAError(f"{_where(path, name, cls.__name__)}: 'init_parameters' must be a mapping of parameter "
                           f"names to values (got {type(params).__name__} {params!r:.60}).")
-    sig = inspect.signature(cls.__init__)
-    accepts_any = any(p.kind is p.VAR_KEYWORD for p in sig.parameters.values())
-    known = [p for p in sig.parameters if p not in ("self", "args", "kwargs")]
+    known, defaults, accepts_any = _parameters(cls)
     unknown = sorted(str(k) for k in set(params) - set(known))
     if unknown and not accepts_any:
         raise SpanQAError(f"{_where(path, name, cls.__name__)} has unknown parameter(s) {unknown}. "
                           f"Valid parameters: {', '.join(known)}.")
-    required = [p for p in known if sig.parameters[p].default is inspect.Parameter.empty
-                and sig.parameters[p].kind not in (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD)]
+    required = [p for p in known if defaults[p] is inspect.Parameter.empty]
     absent = [p for p in required if p not in params]
     if absent:
         raise SpanQAError(f"{_where(path, name, cls.__name__)} needs parameter(s) {absent} in 'init_parameters' "
@@ -177,7 +198,7 @@ def check_component(path: str | Path, name: str, data: Any):
             continue
         hint = hints.get(key)
         if hint is not None and not matches(value, hint):
-            default = sig.parameters[key].default if key in sig.parameters else _NO_VALUE
+            default = defaults.get(key, _NO_VALUE)
             example = "" if default in (_NO_VALUE, inspect.Parameter.empty) else f" (its default is {default!r})"
             raise SpanQAError(
                 f"{_where(path, name, cls.__name__)}: parameter '{key}' is {value!r:.80} "

@@ -9,7 +9,7 @@ from haystack import Document, component, default_from_dict, default_to_dict
 
 from components.core.errors import SpanQAError
 from components.core.text.windows import grow, merge
-from components.stores.base import SpanIndexStore
+from components.stores.base import SpanIndexStore, check_store_type
 
 LEVELS = ("window", "paragraph", "passage")
 
@@ -48,6 +48,7 @@ class SentenceWindowExpander:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> SentenceWindowExpander:
+        check_store_type("SentenceWindowExpander", data)
         return default_from_dict(cls, data)
 
     def warm_up(self) -> None:

@@ -11,7 +11,7 @@ from components.core.errors import ParameterError, SpanQAError
 from components.core.retrieval.filters import check_filters
 from components.core.params import check_choice, check_number, check_positive_int
 from components.joiners.rrf_joiner import fuse_documents
-from components.stores.base import AccessRule, BM25Params, Selection, SpanIndexStore, SupersededRule
+from components.stores.base import AccessRule, BM25Params, Selection, SpanIndexStore, SupersededRule, check_store_type
 
 
 SUPERSEDED_MODES = ("exclude", "include")
@@ -66,7 +66,7 @@ class HybridRetriever:
     ):
         if not isinstance(document_store, SpanIndexStore):
             raise SpanQAError("HybridRetriever: document_store must be a spanqa span store "
-                              "(components.stores.span_store.SpanStore or components.stores.pg_span_store.PgSpanStore).")
+                              "(components.stores.span_store.SpanStore or components.stores.pgvector.store.PgSpanStore).")
         if not (use_bm25 or use_dense):
             raise SpanQAError("HybridRetriever: at least one of use_bm25 / use_dense must be true.")
         check_positive_int("HybridRetriever", "top_k", top_k)
@@ -108,6 +108,7 @@ class HybridRetriever:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> HybridRetriever:
+        check_store_type("HybridRetriever", data)
         return default_from_dict(cls, data)
 
     def warm_up(self) -> None:

@@ -18,11 +18,13 @@ live in ``StoreBase``.
 
 from __future__ import annotations
 
+import dataclasses
+import inspect
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
-from haystack import Document
+from haystack import Document, default_from_dict
 
 from components.core.documents.layout import chunk_location
 from components.core.text.analysis import Analyzer
@@ -31,6 +33,23 @@ from components.core.retrieval.loaders import LoadLimits, LoadReport, SourceDocu
 from components.core.memo import MISSING, Memo
 from components.core.backends.models import load_sentence_transformer, resolve_model, torch_device
 from components.stores.settings import StoreSettings
+
+
+# store types whose module moved: a YAML naming the old path gets one paragraph naming the new one
+MOVED_TYPES = {"components.stores.pg_span_store.PgSpanStore": "components.stores.pgvector.store.PgSpanStore"}
+
+
+def check_store_type(component: str, data: dict[str, Any]) -> None:
+    """Before a component's ``from_dict`` deserialises its ``document_store``: a moved store type is a clear
+    error naming the new path (not Haystack's "could not import")."""
+    from components.core.params import ParameterError
+
+    store = (data.get("init_parameters") or {}).get("document_store")
+    old = store.get("type") if isinstance(store, dict) else None
+    if old in MOVED_TYPES:
+        raise ParameterError(f"{component}: the document store type '{old}' has moved to '{MOVED_TYPES[old]}' "
+                             f"(the PostgreSQL modules now live in components/stores/pgvector/). Write "
+                             f"`type: {MOVED_TYPES[old]}` in the store's section of the pipeline YAML.")
 
 
 @dataclass(frozen=True)
@@ -121,6 +140,17 @@ class StoreBase:
     made from them, the query embedder and its memo, corpus loading and the access rule's forbidden set. A store
     subclasses it and implements the ``SpanIndexStore`` protocol's searches."""
 
+    settings_class = StoreSettings  # what ``**settings`` accepts (the YAML validator reads its fields)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Any:
+        """Rebuild a store from ``to_dict()`` output (or YAML); an unknown key is refused before Haystack
+        deserialises anything inside it (the ``**settings`` signature would otherwise let it through)."""
+        own = {n for n, p in inspect.signature(cls.__init__).parameters.items()
+               if p.kind is p.POSITIONAL_OR_KEYWORD and n != "self"}
+        StoreSettings.check_names(cls.__name__, set(data.get("init_parameters") or {}) - own)
+        return default_from_dict(cls, data)
+
     def _init_settings(self, settings: dict[str, Any]) -> None:
         name = type(self).__name__
         self.config = StoreSettings.from_params(name, settings)
@@ -155,6 +185,10 @@ class StoreBase:
     @property
     def progress(self) -> bool:
         return self.config.progress
+
+    @progress.setter
+    def progress(self, value: bool) -> None:  # run.py --json and tests turn the indexing bar off
+        self.config = dataclasses.replace(self.config, progress=bool(value))
 
     def load_documents(self) -> LoadReport:
         """The corpus of ``data_dir`` (skipped files listed), with the generator's situating notes attached when

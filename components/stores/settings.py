@@ -56,10 +56,8 @@ class StoreSettings:
         return tuple(f.name for f in fields(cls))
 
     @classmethod
-    def from_params(cls, component: str, params: dict[str, Any]) -> StoreSettings:
-        """Checked settings from a store's keyword arguments; an unknown key or a bad value is one paragraph
-        naming the component, the key and what to write instead."""
-        unknown = sorted(set(params) - set(cls.names()))
+    def check_names(cls, component: str, names: set[str]) -> None:
+        unknown = sorted(names - set(cls.names()))
         if unknown:
             hints = [m for key in unknown for m in difflib.get_close_matches(key, cls.names(), n=1)]
             raise ParameterError(
@@ -67,6 +65,12 @@ class StoreSettings:
                 + (f" (did you mean {hints}?)" if hints else "")
                 + f". A span store takes its own keys and these settings: {', '.join(cls.names())}. "
                   "Fix the store's section of the pipeline YAML.")
+
+    @classmethod
+    def from_params(cls, component: str, params: dict[str, Any]) -> StoreSettings:
+        """Checked settings from a store's keyword arguments; an unknown key or a bad value is one paragraph
+        naming the component, the key and what to write instead."""
+        cls.check_names(component, set(params))
         settings = cls(**params)
         settings.check(component)
         if settings.context_notes == "generator":

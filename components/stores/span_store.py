@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from haystack import Document, default_from_dict, default_to_dict
+from haystack import Document, default_to_dict
 from haystack.document_stores.types import DuplicatePolicy
 
 from components.core.retrieval.bm25 import BM25Okapi, top_k as top_k_indices
@@ -83,10 +83,6 @@ class SpanStore(StoreBase):
     def to_dict(self) -> dict[str, Any]:
         params = self.config.to_params()
         return default_to_dict(self, data_dir=params.pop("data_dir"), cache_dir=self.cache_dir, **params)
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> SpanStore:
-        return default_from_dict(cls, data)
 
     # -- the index -----------------------------------------------------------------------------------------
     def open(self, refresh: bool = False) -> CorpusIndex:

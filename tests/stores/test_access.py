@@ -10,7 +10,7 @@ import pytest
 from components.core.errors import SpanQAError
 from components.retrievers.hybrid_retriever import HybridRetriever
 from components.stores.base import AccessRule
-from components.stores.pg_span_store import PgSpanStore
+from components.stores.pgvector.store import PgSpanStore
 from components.stores.span_store import SpanStore
 
 

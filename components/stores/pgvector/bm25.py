@@ -11,7 +11,7 @@ from __future__ import annotations
 from psycopg import sql
 
 from components.stores.base import BM25Params
-from components.stores.pg_schema import Tables
+from components.stores.pgvector.schema import Tables
 
 # BM25 Okapi of one posting without its idf: tf (k1 + 1) / (tf + k1 (1 - b) + (k1 b / avgdl) dl), the three
 # constants folded per query (five operations a posting: the aggregation over postings is the cost)
@@ -54,7 +54,7 @@ FROM f JOIN {chunks} AS c ON c.id = f.id ORDER BY f.rrf DESC, f.best, f.seen"""
 def statement(t: Tables, tokens: list[str], k: int, where: sql.Composable | None, fparams: tuple,
               corpus: tuple[float, float, float], params: BM25Params, ties: bool = False):
     """``(CTEs, parameters, table names)`` of BM25 top ``k`` for ``tokens``; ``where`` is the filter's SQL on
-    ``c0.meta`` (``components.stores.pg_filters``) applied inside the search; ``ties`` keeps every chunk tied with
+    ``c0.meta`` (``components.stores.pgvector.filters``) applied inside the search; ``ties`` keeps every chunk tied with
     the k-th."""
     n, avgdl, floor = corpus
     join = sql.SQL("")

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from components.core.errors import SpanQAError
-from components.stores.pg_server import REQUIRED_CPU_FLAGS, check_cpu, cpu_flags
+from components.stores.pgvector.server import REQUIRED_CPU_FLAGS, check_cpu, cpu_flags
 
 OBJDUMP = shutil.which("objdump")
 FUNCTION = re.compile(r"^[0-9a-f]+ <(.+)>:$")

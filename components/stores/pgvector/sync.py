@@ -23,7 +23,7 @@ from components.core.text.analysis import Analyzer
 from components.core.retrieval.index import IndexSettings, index_text, split_document
 from components.core.retrieval.loaders import SourceDocument
 from components.stores.base import chunk_meta
-from components.stores.pg_schema import Tables, q
+from components.stores.pgvector.schema import Tables, q
 
 EMBED_GROUP = 256  # chunks embedded (and committed) together
 # a first load of at least this many documents into an empty table builds the vector indexes once at the end

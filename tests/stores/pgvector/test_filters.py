@@ -11,7 +11,7 @@ import pytest
 from components.core.errors import SpanQAError
 from components.core.retrieval.filters import check_filters, matches, parse_filters
 from components.stores.base import BM25Params, Selection
-from components.stores.pg_span_store import PgSpanStore
+from components.stores.pgvector.store import PgSpanStore
 from components.stores.span_store import SpanStore
 
 STATUSES = ["current", "superseded", "draft", "Current", "5"]

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import psycopg
 
-ROOT = Path(__file__).resolve().parents[2]
-INDEX = ("import sys; from components.stores.pg_span_store import PgSpanStore; "
+ROOT = Path(__file__).resolve().parents[3]
+INDEX = ("import sys; from components.stores.pgvector.store import PgSpanStore; "
          "s = PgSpanStore(data_dir=sys.argv[1], table_prefix=sys.argv[2], progress=False); s.open(); "
          "print(s.stats['added'], s.stats['unchanged'])")
 

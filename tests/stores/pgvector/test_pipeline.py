@@ -13,7 +13,7 @@ import yaml
 from components.app.pipeline_io import load_pipeline
 from components.app.runner import QueryRunner, public
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 QUESTIONS = [json.loads(x)["question"] for x in (ROOT / "data/questions.jsonl").read_text().splitlines() if x]
 
 
@@ -170,3 +170,23 @@ def test_run_py_filters_on_postgres_run_or_are_refused_in_one_paragraph(tmp_path
         done = subprocess.run(base + [text], cwd=tmp_path, capture_output=True, text=True, timeout=600)
         said = " ".join(done.stderr.split())
         assert done.returncode == 2 and words in said and "Traceback" not in done.stderr, (text, said[-800:])
+
+
+def test_a_yaml_with_the_old_store_path_names_the_new_one(tmp_path, monkeypatch):
+    from haystack import Pipeline
+
+    old = (ROOT / "pipelines/extractive-postgres.yaml").read_text().replace(
+        "components.stores.pgvector.store.PgSpanStore", "components.stores.pg_span_store.PgSpanStore")
+    path = tmp_path / "old.yaml"
+    path.write_text(old)
+    monkeypatch.chdir(ROOT)
+    with pytest.raises(Exception) as err:  # plain Haystack: its DeserializationError carries our paragraph
+        Pipeline.loads(old, allowed_modules=["components"])
+    assert ("has moved to 'components.stores.pgvector.store.PgSpanStore'" in str(err.value)
+            and "Write `type: components.stores.pgvector.store.PgSpanStore`" in str(err.value))
+    done = subprocess.run([sys.executable, "run.py", str(path), "--validate"], capture_output=True, text=True,
+                          cwd=ROOT, timeout=120)
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    said = " ".join((done.stdout + done.stderr).split())
+    assert ("component 'retriever.document_store' has type 'components.stores.pg_span_store.PgSpanStore', "
+            "which has moved to 'components.stores.pgvector.store.PgSpanStore'") in said

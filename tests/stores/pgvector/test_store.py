@@ -12,8 +12,8 @@ from components.core.errors import SpanQAError
 from components.core.retrieval.index import index_text, split_document
 from components.retrievers.hybrid_retriever import HybridRetriever
 from components.stores.base import BM25Params, Selection
-from components.stores.pg_schema import q
-from components.stores.pg_span_store import PgSpanStore
+from components.stores.pgvector.schema import q
+from components.stores.pgvector.store import PgSpanStore
 from components.stores.span_store import SpanStore
 from tests.retrievers.test_hybrid_retriever import make_corpus
 
@@ -233,7 +233,7 @@ def test_fusion_in_the_memory_store_equals_the_rrf_joiner(corpus, tmp_path):
 
 def test_first_bulk_load_builds_the_vector_indexes_once_and_answers_as_row_by_row(pg_dsn, corpus, prefix,
                                                                                     monkeypatch):
-    from components.stores import pg_sync
+    from components.stores.pgvector import sync as pg_sync
 
     monkeypatch.setattr(pg_sync, "BULK_DOCUMENTS", 1)
     bulk = pg(corpus, prefix + "b", search_strategy="hnsw")
@@ -250,7 +250,7 @@ def test_first_bulk_load_builds_the_vector_indexes_once_and_answers_as_row_by_ro
             [d.id for d, _ in rows_.dense_search(query, 6, Selection())]
     again = pg(corpus, prefix + "b", search_strategy="hnsw")  # a second process: nothing to load, no rebuild
     monkeypatch.setattr(pg_sync, "BULK_DOCUMENTS", 1)
-    import components.stores.pg_span_store as mod
+    import components.stores.pgvector.store as mod
 
     mod._SYNCED.clear()
     again.open()

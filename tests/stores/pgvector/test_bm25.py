@@ -6,9 +6,9 @@ import random
 
 import pytest
 
-from components.stores import pg_bm25
+from components.stores.pgvector import bm25 as pg_bm25
 from components.stores.base import BM25Params, Selection
-from components.stores.pg_span_store import PgSpanStore
+from components.stores.pgvector.store import PgSpanStore
 from components.stores.span_store import SpanStore
 
 WORDS = [f"w{i:03d}" for i in range(300)]
