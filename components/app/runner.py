@@ -19,10 +19,17 @@ from pathlib import Path
 from typing import Any
 
 from haystack import tracing
+from haystack.tracing import Span, Tracer
 
 from components.core.errors import SpanQAError
 from components.core.memo import MISSING, Memo
-from haystack.tracing import Span, Tracer
+from components.expanders.sentence_window_expander import SentenceWindowExpander
+from components.joiners.rrf_joiner import RRFJoiner
+from components.rankers.cross_encoder_ranker import CrossEncoderRanker
+from components.readers.extractive_reader import ExtractiveReader
+from components.readers.generative_reader import GenerativeReader
+from components.retrievers.hybrid_retriever import HybridRetriever
+from components.routers.verifier_router import VerifierRouter
 
 NOT_FOUND_TEXT = "not found in the source"
 MAX_VERSION_RETRIES = 2  # a question is asked again at most this often when the index changes while it runs
@@ -92,8 +99,9 @@ def collect_timings():
         _RUN_TIMINGS.reset(token)
 
 
-def _by_type(pipeline, *class_names: str) -> list[str]:
-    return [name for name, comp in pipeline.walk() if type(comp).__name__ in class_names]
+def _by_type(pipeline, *classes: type) -> list[str]:
+    """The names of the pipeline's components that are instances of ``classes`` (subclasses too)."""
+    return [name for name, comp in pipeline.walk() if isinstance(comp, classes)]
 
 
 def doc_json(d) -> dict[str, Any]:
@@ -126,12 +134,12 @@ class QueryRunner:
         self.answer_cache = Memo(maxsize=4096, ttl_s=answer_cache_ttl_s) if answer_cache_ttl_s else None
         self._pipeline_hash = hashlib.sha256(
             json.dumps(pipeline.to_dict(), sort_keys=True, default=str).encode()).hexdigest()[:16]
-        self.retriever = next(iter(_by_type(pipeline, "HybridRetriever")), None)
-        self.joiner = next(iter(_by_type(pipeline, "RRFJoiner")), None)
-        self.ranker = next(iter(_by_type(pipeline, "CrossEncoderRanker")), None)
-        self.expander = next(iter(_by_type(pipeline, "SentenceWindowExpander")), None)
-        self.readers = _by_type(pipeline, "ExtractiveReader", "GenerativeReader")
-        self.verifier = next(iter(_by_type(pipeline, "VerifierRouter")), None)
+        self.retriever = next(iter(_by_type(pipeline, HybridRetriever)), None)
+        self.joiner = next(iter(_by_type(pipeline, RRFJoiner)), None)
+        self.ranker = next(iter(_by_type(pipeline, CrossEncoderRanker)), None)
+        self.expander = next(iter(_by_type(pipeline, SentenceWindowExpander)), None)
+        self.readers = _by_type(pipeline, ExtractiveReader, GenerativeReader)
+        self.verifier = next(iter(_by_type(pipeline, VerifierRouter)), None)
         if self.retriever is None:
             from components.core.errors import SpanQAError
 

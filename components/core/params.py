@@ -15,6 +15,8 @@ from typing import Any
 
 from components.core.errors import ParameterError
 
+__all__ = ["ParameterError", "check_choice", "check_fraction", "check_int", "check_number", "check_positive_int"]
+
 
 def _fail(component: str, name: str, value: Any, expected: str) -> None:
     raise ParameterError(f"{component}: parameter '{name}' is {value!r}, but it must be {expected}. "
@@ -35,6 +37,14 @@ def check_positive_int(component: str, name: str, value: Any, optional: bool = F
         return
     if not _is_int(value) or value < 1:
         _fail(component, name, value, "a whole number ≥ 1" + (" (or null)" if optional else ""))
+
+
+def check_int(component: str, name: str, value: Any, low: int = 0, optional: bool = False) -> None:
+    """``value`` is a whole number ≥ ``low`` (or ``None`` when ``optional``)."""
+    if value is None and optional:
+        return
+    if not _is_int(value) or value < low:
+        _fail(component, name, value, f"a whole number ≥ {low}" + (" (or null)" if optional else ""))
 
 
 def check_number(component: str, name: str, value: Any, low: float | None = None, high: float | None = None,

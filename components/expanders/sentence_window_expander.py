@@ -8,6 +8,7 @@ from typing import Any
 from haystack import Document, component, default_from_dict, default_to_dict
 
 from components.core.errors import SpanQAError
+from components.core.params import check_choice, check_int, check_positive_int
 from components.core.text.windows import grow, merge
 from components.stores.base import SpanIndexStore, check_store_type
 
@@ -34,10 +35,11 @@ class SentenceWindowExpander:
 
     def __init__(self, document_store: SpanIndexStore, window: int = 3, mode: str = "window", widen_paragraphs: int = 1,
                  merge_gap: int = 0, max_windows: int | None = None):
-        if mode not in ("window", "widen"):
-            raise SpanQAError(f"SentenceWindowExpander: mode must be 'window' or 'widen' (got {mode!r}).")
-        if window < 0 or widen_paragraphs < 0:
-            raise SpanQAError("SentenceWindowExpander: window and widen_paragraphs must be >= 0.")
+        name = "SentenceWindowExpander"
+        check_choice(name, "mode", mode, ("window", "widen"))
+        for key, value in (("window", window), ("widen_paragraphs", widen_paragraphs), ("merge_gap", merge_gap)):
+            check_int(name, key, value)
+        check_positive_int(name, "max_windows", max_windows, optional=True)
         self.document_store, self.window, self.mode = document_store, window, mode
         self.widen_paragraphs, self.merge_gap, self.max_windows = widen_paragraphs, merge_gap, max_windows
 

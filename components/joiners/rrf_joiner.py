@@ -6,8 +6,8 @@ from typing import Any
 
 from haystack import Document, component, default_from_dict, default_to_dict
 
-from components.core.errors import SpanQAError
-from components.core.retrieval.fusion import reciprocal_rank_fusion
+from components.core.params import ParameterError, check_number, check_positive_int
+from components.core.retrieval.fusion import fuse_documents
 
 
 @component
@@ -30,9 +30,10 @@ class RRFJoiner:
         self.lists = list(lists or ["bm25", "dense"])
         unknown = sorted(set(weights or {}) - set(self.lists))
         if unknown:
-            raise SpanQAError(f"RRFJoiner: weights name lists {unknown} that are not in lists {self.lists}.")
-        if k < 0:
-            raise SpanQAError(f"RRFJoiner: k must be >= 0 (got {k}).")
+            raise ParameterError(f"RRFJoiner: parameter 'weights' names lists {unknown} that are not in 'lists' "
+                                 f"{self.lists}. Fix it in the pipeline YAML.")
+        check_number("RRFJoiner", "k", k, low=0)
+        check_positive_int("RRFJoiner", "top_k", top_k, optional=True)
         self.k, self.weights, self.top_k = k, weights, top_k
         component.set_input_types(self, **{name: list[Document] | None for name in self.lists})
 
@@ -48,23 +49,3 @@ class RRFJoiner:
         ranked = {name: lists.get(name) or [] for name in self.lists}
         return {"documents": fuse_documents(ranked, k=self.k, weights=self.weights, top_k=top_k or self.top_k)}
 
-
-def fuse_documents(lists: dict[str, list[Document]], k: float = 60, weights: dict[str, float] | None = None,
-                   top_k: int | None = None, fused: list[tuple] | None = None) -> list[Document]:
-    """RRF of named Document lists; each output records its rank and score in every list and ``scores.rrf``.
-
-    ``fused`` — ``[(id, rrf_score, {list: rank})]`` already computed elsewhere (a store that fuses in SQL) —
-    is used instead of computing it here, so both paths build exactly the same Documents."""
-    per_list = {name: {d.id: d for d in reversed(docs)} for name, docs in lists.items()}
-    if fused is None:
-        fused = reciprocal_rank_fusion({name: [d.id for d in docs] for name, docs in lists.items()}, k=k,
-                                       weights=weights, top_k=top_k)
-    out = []
-    for doc_id, score, ranks in fused:
-        hits = [per_list[name][doc_id] for name in lists if doc_id in per_list[name]]
-        scores = {key: v for d in hits for key, v in d.meta.get("scores", {}).items()}
-        scores["rrf"] = score
-        meta = {**hits[0].meta, "scores": scores, "ranks": dict(ranks), "route": list(hits[0].meta.get("route", []))}
-        meta.pop("retrieval_list", None)
-        out.append(Document(id=doc_id, content=hits[0].content, meta=meta, score=score, embedding=hits[0].embedding))
-    return out

@@ -255,7 +255,8 @@ class CrossEncoderRanker:
                     show_progress_bar=False,
                 )
             return [float(s) for s in p @ q]
-        raise RuntimeError("CrossEncoderRanker: call warm_up() before run() (a Pipeline does this itself).")
+        self.warm_up()
+        return self.score(query, texts, documents)
 
     def _abstain(self, query: str, reason: str, best: float | None, route: list[str]) -> dict[str, Any]:
         answer = ExtractedAnswer(
@@ -288,8 +289,7 @@ class CrossEncoderRanker:
         """
         top_k = self.top_k if top_k is None else top_k
         check_positive_int("CrossEncoderRanker", "top_k", top_k)
-        if self._cross_encoder is None and self._bi_encoder is None:
-            raise RuntimeError("CrossEncoderRanker: call warm_up() before run() (a Pipeline does this itself).")
+        self.warm_up()  # once: a Pipeline has done it already; a bare component warms itself here
         if not documents:
             return self._abstain(query, "no_candidates", None, [])
 

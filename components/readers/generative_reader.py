@@ -96,6 +96,7 @@ class GenerativeReader:
         self._generations = Memo(maxsize=256)
         self.generator: TextGenerator | None = None  # may be injected before warm_up()
         self.served_by = ""
+        self._warm = False
 
     def to_dict(self) -> dict[str, Any]:
         """Serializes the component to a dictionary."""
@@ -136,6 +137,7 @@ class GenerativeReader:
             )
         self.generator.warm_up()
         self.served_by = self.generator.served_by
+        self._warm = True
 
     @component.output_types(answers=list[GeneratedAnswer])
     def run(self, query: str, documents: list[Document]) -> dict[str, list[GeneratedAnswer]]:
@@ -146,8 +148,8 @@ class GenerativeReader:
         :param documents: Windows in rank order (best first), with ``doc_id``/``char_start``/``char_end``.
         :returns: ``{"answers": [GeneratedAnswer]}`` — exactly one answer; ``documents`` are the cited ones.
         """
-        if self.generator is None:
-            raise RuntimeError("GenerativeReader.run() called before warm_up().")
+        if not self._warm:
+            self.warm_up()  # once: a Pipeline has done it already; a bare component warms itself here
         passages = select_passages(documents, self.max_passages, self.max_passage_chars)
         shown = [{"number": p.number, **p.span} for p in passages]
         base = {"served_by": self.served_by, "passages": shown}

@@ -7,10 +7,10 @@ from typing import Any
 
 from haystack import Document, component, default_from_dict, default_to_dict
 
-from components.core.errors import ParameterError, SpanQAError
+from components.core.errors import ParameterError
 from components.core.retrieval.filters import check_filters
 from components.core.params import check_choice, check_number, check_positive_int
-from components.joiners.rrf_joiner import fuse_documents
+from components.core.retrieval.fusion import fuse_documents
 from components.stores.base import AccessRule, BM25Params, Selection, SpanIndexStore, SupersededRule, check_store_type
 
 
@@ -65,10 +65,10 @@ class HybridRetriever:
         default_access: list[str] | None = None,
     ):
         if not isinstance(document_store, SpanIndexStore):
-            raise SpanQAError("HybridRetriever: document_store must be a spanqa span store "
+            raise ParameterError("HybridRetriever: document_store must be a spanqa span store "
                               "(components.stores.span_store.SpanStore or components.stores.pgvector.store.PgSpanStore).")
         if not (use_bm25 or use_dense):
-            raise SpanQAError("HybridRetriever: at least one of use_bm25 / use_dense must be true.")
+            raise ParameterError("HybridRetriever: at least one of use_bm25 / use_dense must be true.")
         check_positive_int("HybridRetriever", "top_k", top_k)
         check_number("HybridRetriever", "bm25_k1", bm25_k1, low=0)
         check_number("HybridRetriever", "bm25_b", bm25_b, low=0, high=1)
@@ -78,12 +78,12 @@ class HybridRetriever:
         check_choice("HybridRetriever", "fusion", fusion, FUSION_MODES)
         check_number("HybridRetriever", "rrf_k", rrf_k, low=0)
         if fusion == "store" and not (use_bm25 and use_dense):
-            raise SpanQAError("HybridRetriever: fusion: store fuses BM25 and dense lists; keep use_bm25 and use_dense true.")
+            raise ParameterError("HybridRetriever: fusion: store fuses BM25 and dense lists; keep use_bm25 and use_dense true.")
         if not isinstance(access_field, str) or not access_field:
-            raise SpanQAError("HybridRetriever: access_field must be the name of a metadata field (e.g. access).")
+            raise ParameterError("HybridRetriever: access_field must be the name of a metadata field (e.g. access).")
         if default_access is not None and (not isinstance(default_access, list)
                                            or not all(isinstance(g, str) and g for g in default_access)):
-            raise SpanQAError("HybridRetriever: default_access must be null (documents without an access field are "
+            raise ParameterError("HybridRetriever: default_access must be null (documents without an access field are "
                               "public) or a list of group names that may read them, e.g. [staff].")
         self.access_field, self.default_access = access_field, default_access
         self.fusion, self.rrf_k, self.rrf_weights = fusion, rrf_k, rrf_weights

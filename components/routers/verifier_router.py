@@ -22,7 +22,8 @@ from components.core.verification.confidence import CalibrationFile, Calibrator,
 from components.core.errors import SpanQAError
 from components.core.text.injection import directive_reason
 from components.core.verification.judgements import DEFAULT_HYPOTHESIS, Judgement, lexical_judgement, nli_judgement
-from components.core.params import check_fraction, check_number
+from components.core.params import (ParameterError, check_choice, check_fraction, check_int, check_number,
+                                    check_positive_int)
 from components.core.verification.checks import (
     LEVELS,
     NOT_FOUND,
@@ -213,23 +214,18 @@ class VerifierRouter:
             check_fraction("VerifierRouter", name, value)
         self.calibration, self.min_confidence = calibration, min_confidence
         self._calibrations: CalibrationFile | None = None
-        if backend not in BACKENDS:
-            raise SpanQAError(f"VerifierRouter: backend must be one of {', '.join(BACKENDS)}, got {backend!r}.")
-        if fallback is not None and fallback not in FALLBACKS:
-            raise SpanQAError(f"VerifierRouter: fallback must be 'lexical' or null, got {fallback!r}.")
-        if max_level not in WIDEN_LEVELS:
-            raise SpanQAError(f"VerifierRouter: max_level must be 'paragraph' or 'passage', got {max_level!r}.")
+        check_choice("VerifierRouter", "backend", backend, BACKENDS)
+        check_choice("VerifierRouter", "fallback", fallback, (*FALLBACKS, None))
+        check_choice("VerifierRouter", "max_level", max_level, WIDEN_LEVELS)
         if backend == "llm" and not (generator or {}).get("backend"):
-            raise SpanQAError(
+            raise ParameterError(
                 "VerifierRouter: backend 'llm' needs generator: {backend: local | openai, model: ...} in the YAML."
             )
-        if lead_in_units < 0:
-            raise SpanQAError(f"VerifierRouter: lead_in_units must be >= 0, got {lead_in_units}.")
+        check_int("VerifierRouter", "lead_in_units", lead_in_units)
         self.backend = backend
         self.max_level = max_level
         self.respect_reader_abstention = bool(respect_reader_abstention)
-        if max_candidates < 1:
-            raise SpanQAError(f"VerifierRouter: max_candidates must be >= 1 (got {max_candidates}).")
+        check_positive_int("VerifierRouter", "max_candidates", max_candidates)
         self.max_candidates = int(max_candidates)
         self.lead_in_units = lead_in_units
         self.use_title = use_title
@@ -363,7 +359,7 @@ class VerifierRouter:
             ``{"not_found": [ExtractedAnswer]}``.
         """
         if self.active_backend is None:
-            raise RuntimeError("VerifierRouter: call warm_up() before run() (a Pipeline does this itself).")
+            self.warm_up()  # once: a Pipeline has done it already; a bare component warms itself here
         best = best_answer(answers)
         if not documents:
             route = ["read", f"verify:{UNSUPPORTED}"]

@@ -67,8 +67,11 @@ def test_widen_to_paragraph_and_to_passage(store):
 
 
 def test_bad_widen_target_and_mode_are_clear_errors(store):
-    with pytest.raises(SpanQAError, match="mode must be"):
+    with pytest.raises(SpanQAError, match="SentenceWindowExpander: parameter 'mode' is 'page', but it must be one "
+                                          "of 'window', 'widen'"):
         SentenceWindowExpander(store, mode="page")
+    with pytest.raises(SpanQAError, match="parameter 'window' is -1, but it must be a whole number ≥ 0"):
+        SentenceWindowExpander(store, window=-1)
     doc = hit("S1 one.", 0.1)
     with pytest.raises(SpanQAError, match="widen_to"):
         SentenceWindowExpander(store, mode="widen").run(documents=[doc])

@@ -156,9 +156,13 @@ def test_runs_in_a_pipeline_and_survives_yaml(docs):
     assert again.get_component("reader").to_dict() == reader.to_dict()
 
 
-def test_run_before_warm_up_is_an_error(docs):
-    with pytest.raises(RuntimeError, match="warm_up"):
-        GenerativeReader().run(query="q", documents=docs)
+def test_run_without_warm_up_warms_itself_once(docs):
+    fake = CallableGenerator(lambda messages: "Spark, Glow and Beacon [2]", served_by="fake-llm")
+    reader = GenerativeReader(max_passages=3)
+    reader.generator = fake
+    (answer,) = reader.run(query="Which plans?", documents=docs)["answers"]
+    assert reader.served_by == "fake-llm" and answer.meta["served_by"] == "fake-llm"
+    assert answer.documents == [docs[2]]
 
 
 # --- make_generator -----------------------------------------------------------------------------

@@ -11,7 +11,7 @@ from haystack.components.joiners import BranchJoiner
 from haystack.core.errors import PipelineMaxComponentRuns
 from haystack.dataclasses import ExtractedAnswer, GeneratedAnswer
 
-from components.core.errors import SpanQAError
+from components.core.errors import ParameterError, SpanQAError
 from components.core.backends.models import ModelUnavailableError
 from components.core.text.splitting import split_blocks
 from components.routers import VerifierRouter
@@ -442,20 +442,27 @@ def test_loop_pipeline_yaml_round_trip():
 @pytest.mark.parametrize(
     ("kwargs", "message"),
     [
-        ({"backend": "bm25"}, "backend must be one of"),
-        ({"fallback": "sentence"}, "fallback must be 'lexical'"),
-        ({"max_level": "window"}, "max_level must be"),
+        ({"backend": "bm25"}, "parameter 'backend' is 'bm25', but it must be one of 'lexical', 'nli', 'llm'"),
+        ({"fallback": "sentence"}, "parameter 'fallback' is 'sentence', but it must be one of 'lexical', None"),
+        ({"max_level": "window"}, "parameter 'max_level' is 'window', but it must be one of 'paragraph', 'passage'"),
+        ({"lead_in_units": -1}, "parameter 'lead_in_units' is -1, but it must be a whole number ≥ 0"),
+        ({"max_candidates": 0}, "parameter 'max_candidates' is 0, but it must be a whole number ≥ 1"),
         ({"backend": "llm"}, "needs generator"),
     ],
 )
 def test_bad_init_parameters(kwargs, message):
-    with pytest.raises(SpanQAError, match=message):
+    with pytest.raises(ParameterError) as err:
         VerifierRouter(**kwargs)
+    assert str(err.value).startswith("VerifierRouter: ") and message in str(err.value)
 
 
-def test_run_before_warm_up_for_nli():
-    with pytest.raises(RuntimeError, match="warm_up"):
-        VerifierRouter(backend="nli").run(query=QUERY, answers=[], documents=[doc(18, 127)])
+def test_run_without_warm_up_warms_itself_with_the_same_outcome():
+    # one contract for every component: run() warms a bare component once; the outcome is warm_up()'s own
+    with pytest.raises(ModelUnavailableError, match=MISSING):
+        VerifierRouter(backend="nli", model=MISSING).run(query=QUERY, answers=[], documents=[doc(18, 127)])
+    router = VerifierRouter(backend="nli", model=MISSING, fallback="lexical")
+    out = router.run(query=QUERY, answers=[], documents=[doc(18, 127)])
+    assert router.served_by == f"fallback:lexical ({MISSING} unavailable)" and list(out) == ["widen"]
 
 
 # ------------------------------------------------------------------------------ real Haystack loop

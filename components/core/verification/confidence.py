@@ -43,6 +43,7 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 import numpy as np
+from haystack.dataclasses import GeneratedAnswer
 
 from components.core.errors import SpanQAError
 
@@ -66,7 +67,7 @@ def _num(value: Any, default: float = 0.0) -> float:
 
 def answer_kind(answer) -> str:
     """``generative`` for a generated answer, else ``extractive`` (which combiner of the file applies)."""
-    return "generative" if type(answer).__name__ == "GeneratedAnswer" else "extractive"
+    return "generative" if isinstance(answer, GeneratedAnswer) else "extractive"
 
 
 def window_scores(doc) -> tuple[float, float]:
