@@ -11,7 +11,6 @@ from __future__ import annotations
 import argparse
 import http.client
 import json
-import statistics
 import sys
 import tempfile
 import threading

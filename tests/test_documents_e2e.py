@@ -9,7 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from benchmarks.make_documents import write_demo, write_pdf, write_scanned_pdf
+from benchmarks.make_documents import write_demo, write_scanned_pdf
 from components.core.retrieval.loaders import load_folder
 
 ROOT = Path(__file__).resolve().parent.parent

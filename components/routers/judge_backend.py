@@ -3,6 +3,25 @@
 Resolved and loaded once in ``warm_up()``; when the model is unavailable and the YAML names
 ``fallback: lexical`` it switches to the offline rules and says so (``served_by``, a warning), never silently.
 ``components/routers/verifier_router.py`` holds one and asks it for NLI probabilities or an LLM verdict.
+
+**Backends.**
+
+- ``lexical`` (offline, default): the rules of ``components.core.verification.judgements.lexical_judgement`` —
+  answer located; key terms of the question (named entities, numbers, identifiers) in the evidence,
+  lead-in or document title → SUPPORTED; some only elsewhere in the read documents, or fewer than
+  ``min_term_coverage`` of the question's content terms nearby → PARTIAL; answer not in the read text,
+  or more than ``max_missing_key_terms`` of the key terms nowhere → UNSUPPORTED.
+- ``nli``: an NLI sequence-classification model (``model``, default
+  ``cross-encoder/nli-deberta-v3-small``). Premise = lead-in + evidence (one contiguous span of the
+  source); hypothesis = ``hypothesis_template.format(question=query, answer=answer_text)``, by default
+  ``"{question} {answer}"`` (e.g. "How long do refunds take for Acme Pro? 30 days"). Label order comes
+  from the model config's ``id2label``. P(entailment) ≥ ``entail_threshold`` → SUPPORTED, else
+  P(contradiction) ≥ ``contradiction_threshold`` → UNSUPPORTED, else PARTIAL. An answer that is not in
+  the read text is UNSUPPORTED without asking the model.
+- ``llm``: a generator from ``components.core.backends.generation.make_generator`` (``generator`` holds its
+  ``backend`` plus parameters) is asked "Return SUPPORTED, PARTIAL or UNSUPPORTED, then one short
+  reason" about the same premise; the first verdict word of the reply counts, an unparseable reply is
+  UNSUPPORTED (reason ``unparseable_judge_reply``).
 """
 
 from __future__ import annotations

@@ -1,5 +1,6 @@
 """Verify the reader's best answer against the span it came from, and route: answer, widen, or not found."""
 
+import inspect
 from dataclasses import replace
 from typing import Any
 
@@ -13,12 +14,13 @@ from components.core.verification.answers import (
     conflict_share,
     document_piece,
     find_conflicts,
-    is_abstention,
     locate_answer,
     ranked_answers,
     reader_prefers_no_answer,
 )
-from components.core.verification.confidence import CalibrationFile, Calibrator, answer_kind, project_path, verified_signals
+from components.core.verification.confidence import CalibrationFile, Calibrator, answer_kind, project_path
+from components.core.verification.outcome import (answer_spans, conflict_reason, not_found_answer,
+                                                   verified_answer_signals)
 from components.core.errors import SpanQAError
 from components.core.text.injection import directive_reason
 from components.core.verification.judgements import DEFAULT_HYPOTHESIS, Judgement, lexical_judgement, nli_judgement
@@ -26,14 +28,12 @@ from components.core.params import (ParameterError, check_choice, check_fraction
                                     check_positive_int)
 from components.core.verification.checks import (
     LEVELS,
-    NOT_FOUND,
     SUPPORTED,
     UNSUPPORTED,
     WIDEN_LEVELS,
     Evidence,
     Visible,
     route_decision,
-    span_dict,
     visible_texts,
 )
 from components.routers.judge_backend import JudgeBackend
@@ -74,32 +74,9 @@ class VerifierRouter:
     widen to (a widener that did not change ``meta["level"]``), it stops with ``not_found`` instead of
     looping. Inputs are never mutated.
 
-    **Evidence.** The read documents are merged per source document into the visible text; the answer
-    is found at its ``meta`` offsets (``doc_id``, ``char_start``, ``char_end``) or else by a
-    case-insensitive search; its *evidence* is the sentence(s) (``components.core.text.splitting`` units) holding it
-    and its *lead-in* up to ``lead_in_units`` visible sentences before them in the same paragraph (or a
-    heading line right above it; never the previous paragraph, which may be about something else). A
-    ``GeneratedAnswer`` is looked up inside its cited spans (``meta["evidence"]``, else its ``documents``):
-    verbatim, else the shortest run of sentences holding most of its terms (``min_answer_coverage``).
-
-    **Backends.**
-
-    - ``lexical`` (offline, default): the rules of ``components.core.verification.judgements.lexical_judgement`` —
-      answer located; key terms of the question (named entities, numbers, identifiers) in the evidence,
-      lead-in or document title → SUPPORTED; some only elsewhere in the read documents, or fewer than
-      ``min_term_coverage`` of the question's content terms nearby → PARTIAL; answer not in the read text,
-      or more than ``max_missing_key_terms`` of the key terms nowhere → UNSUPPORTED.
-    - ``nli``: an NLI sequence-classification model (``model``, default
-      ``cross-encoder/nli-deberta-v3-small``). Premise = lead-in + evidence (one contiguous span of the
-      source); hypothesis = ``hypothesis_template.format(question=query, answer=answer_text)``, by default
-      ``"{question} {answer}"`` (e.g. "How long do refunds take for Acme Pro? 30 days"). Label order comes
-      from the model config's ``id2label``. P(entailment) ≥ ``entail_threshold`` → SUPPORTED, else
-      P(contradiction) ≥ ``contradiction_threshold`` → UNSUPPORTED, else PARTIAL. An answer that is not in
-      the read text is UNSUPPORTED without asking the model.
-    - ``llm``: a generator from ``components.core.backends.generation.make_generator`` (``generator`` holds its
-      ``backend`` plus parameters) is asked "Return SUPPORTED, PARTIAL or UNSUPPORTED, then one short
-      reason" about the same premise; the first verdict word of the reply counts, an unparseable reply is
-      UNSUPPORTED (reason ``unparseable_judge_reply``).
+    **Evidence** is located by ``components.core.verification.answers.locate_answer`` (the sentence holding the
+    answer and its lead-in); **verdicts** come from the backend (``lexical`` rules, an ``nli`` model or an ``llm``
+    judge — ``components.routers.judge_backend`` says how each decides).
 
     **Offline fallback.** ``fallback="lexical"`` makes ``warm_up()`` switch to the lexical rules when the
     NLI model (or the LLM) is unavailable: ``served_by = "fallback:lexical (<model> unavailable)"`` and a
@@ -319,33 +296,8 @@ class VerifierRouter:
 
     # ------------------------------------------------------------------------------------------ run
 
-    @staticmethod
-    def spans(evidence: Evidence, judgement: Judgement) -> list[dict[str, Any]]:
-        """``[{doc_id, char_start, char_end, text}]``: the exact answer span (if any), then the lead-in the
-        verdict relied on, the evidence sentence(s) and the sentences that name the answer's code key; a span is listed once (a sentence-level answer is its
-        own evidence)."""
-        v = evidence.visible
-        ranges = [evidence.answer] if evidence.answer is not None else []
-        if judgement.used_lead_in:
-            ranges.append((judgement.used_lead_in[0].start, judgement.used_lead_in[-1].end))
-        ranges.append(evidence.evidence_span)
-        ranges.extend((u.start, u.end) for u in evidence.references)
-        return [span_dict(v.doc_id, s, e, v.slice(s, e)) for s, e in dict.fromkeys(ranges)]
-
-    def _not_found(
-        self, query: str, reason: str, route: list[str], last_verdict: str, best: Any | None
-    ) -> dict[str, Any]:
-        meta = {
-            "no_answer": True,
-            "verdict": NOT_FOUND,
-            "reason": reason,
-            "route": route,
-            "last_verdict": last_verdict,
-            "candidate": None if best is None else best.data,
-            "served_by": self.served_by,
-        }
-        score = answer_score(best) if best is not None else 0.0
-        return {"not_found": [ExtractedAnswer(query=query, score=score, data=None, meta=meta)]}
+    def _not_found(self, query: str, reason: str, route: list[str], last_verdict: str, best: Any | None):
+        return {"not_found": [not_found_answer(query, reason, route, last_verdict, best, self.served_by)]}
 
     @component.output_types(answers=list[Answer], widen=list[Document], not_found=list[ExtractedAnswer])
     def run(self, query: str, answers: list[Answer], documents: list[Document]) -> dict[str, Any]:
@@ -386,7 +338,7 @@ class VerifierRouter:
 
         decision, target = route_decision(level, judgement.verdict, self.max_level)
         if decision == "answers":
-            signals = self.signals(query, best, answers, documents, evidence, level)
+            signals = verified_answer_signals(query, best, answers, documents, evidence, level, self.analyzer)
             kind = answer_kind(best)
             calibrator = self.calibrator(kind)
             confidence = calibrator.predict(signals) if calibrator is not None else None
@@ -394,8 +346,7 @@ class VerifierRouter:
                                        self.conflict_candidates, self.conflict_min_score_ratio)
             reason = judgement.reason
             if conflicts:  # the sources disagree: both are said, and the confidence falls
-                reason = "conflict: " + "; ".join(
-                    f"{(a.meta or {}).get('doc_id')} says {str(a.data)!r}" for a in [best, *(c for c, _, _ in conflicts)])
+                reason = conflict_reason(best, conflicts)
                 if confidence is not None:
                     confidence *= conflict_share(best, conflicts)
             meta = {
@@ -403,8 +354,8 @@ class VerifierRouter:
                 "verdict": judgement.verdict,
                 "reason": reason,
                 "route": route,
-                "spans": self.spans(evidence, judgement),
-                "conflicts": [{"answer": c.data, "spans": self.spans(e, j)} for c, j, e in conflicts],
+                "spans": answer_spans(evidence, judgement),
+                "conflicts": [{"answer": c.data, "spans": answer_spans(e, j)} for c, j, e in conflicts],
                 "signals": signals,
                 "confidence": confidence,
             }
@@ -443,41 +394,10 @@ class VerifierRouter:
         calibrator = self.calibrator(kind)
         return calibrator.min_confidence if calibrator is not None else None
 
-    def signals(self, query: str, best: Any, answers: list[Any], documents: list[Document], evidence: Evidence | None,
-                level: str) -> dict[str, float]:
-        """The confidence signals of a verified answer (``components.core.verification.confidence.verified_signals``)."""
-        others = [answer_score(a) for a in answers if a is not best and not is_abstention(a)]
-        no_answer = max((answer_score(a) for a in answers if is_abstention(a)), default=0.0)
-        return verified_signals(query, best, answer_score(best), others, no_answer, documents, evidence, level,
-                                self.analyzer)
-
     def to_dict(self) -> dict[str, Any]:
-        """Serialise the init parameters."""
-        return default_to_dict(
-            self,
-            calibration=self.calibration,
-            min_confidence=self.min_confidence,
-            backend=self.backend,
-            max_level=self.max_level,
-            lead_in_units=self.lead_in_units,
-            use_title=self.use_title,
-            min_term_coverage=self.min_term_coverage,
-            max_missing_key_terms=self.max_missing_key_terms,
-            min_answer_coverage=self.min_answer_coverage,
-            model=self.model,
-            device=self.device,
-            max_length=self.max_length,
-            entail_threshold=self.entail_threshold,
-            contradiction_threshold=self.contradiction_threshold,
-            hypothesis_template=self.hypothesis_template,
-            generator=self.generator,
-            max_new_tokens=self.max_new_tokens,
-            fallback=self.fallback,
-            respect_reader_abstention=self.respect_reader_abstention,
-            max_candidates=self.max_candidates,
-            conflict_candidates=self.conflict_candidates,
-            conflict_min_score_ratio=self.conflict_min_score_ratio,
-        )
+        """Serialise the init parameters (each is kept under its own name)."""
+        names = [n for n in inspect.signature(type(self).__init__).parameters if n != "self"]
+        return default_to_dict(self, **{name: getattr(self, name) for name in names})
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "VerifierRouter":

@@ -16,16 +16,9 @@ from haystack.document_stores.types import DuplicatePolicy
 from components.core.retrieval.bm25 import BM25Okapi, top_k as top_k_indices
 from components.core.errors import SpanQAError
 from components.core.memo import MISSING, Memo
-from components.core.retrieval.index import (
-    CorpusIndex,
-    CorruptIndexError,
-    EmbeddingCache,
-    build_index,
-    corpus_key,
-    load_index,
-    remove_stale_temporaries,
-    save_index,
-)
+from components.core.retrieval.index import CorpusIndex, build_index, corpus_key
+from components.core.retrieval.index_files import (CorruptIndexError, EmbeddingCache, load_index,
+                                                   remove_stale_temporaries, save_index)
 from components.core.retrieval.loaders import LoadReport, SourceDocument, check_unique_ids
 from components.stores.base import BM25Params, Selection, StoreBase, SupersededRule, chunk_meta
 

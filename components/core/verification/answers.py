@@ -2,6 +2,14 @@
 
 Pure functions over ``ExtractedAnswer`` / ``GeneratedAnswer`` and the read documents, free of component glue;
 ``components/routers/verifier_router.py`` routes on them.
+
+**Evidence.** The read documents are merged per source document into the visible text; the answer
+is found at its ``meta`` offsets (``doc_id``, ``char_start``, ``char_end``) or else by a
+case-insensitive search; its *evidence* is the sentence(s) (``components.core.text.splitting`` units) holding it
+and its *lead-in* up to ``lead_in_units`` visible sentences before them in the same paragraph (or a
+heading line right above it; never the previous paragraph, which may be about something else). A
+``GeneratedAnswer`` is looked up inside its cited spans (``meta["evidence"]``, else its ``documents``):
+verbatim, else the shortest run of sentences holding most of its terms (``min_answer_coverage``).
 """
 
 from __future__ import annotations

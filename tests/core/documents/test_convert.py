@@ -3,7 +3,6 @@ metadata; every bad file skipped with its reason, never a crash."""
 
 from __future__ import annotations
 
-from pathlib import Path
 
 import pytest
 

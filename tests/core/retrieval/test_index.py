@@ -2,7 +2,8 @@
 
 import numpy as np
 
-from components.core.retrieval.index import EmbeddingCache, IndexSettings, build_index, corpus_key, load_index, save_index
+from components.core.retrieval.index import IndexSettings, build_index, corpus_key
+from components.core.retrieval.index_files import EmbeddingCache, load_index, save_index
 from components.core.retrieval.loaders import SourceDocument
 
 

@@ -402,7 +402,7 @@ def test_a_code_line_answer_takes_the_sentence_naming_its_key_as_reference():
     assert [text[u.start : u.end] for u in ev.references] == [text[text.index("Each") :]]
     from dataclasses import replace
 
-    from components.routers.verifier_router import VerifierRouter
+    from components.core.verification.outcome import answer_spans
 
     q = "How many requests may a token send per minute?"
     j = lexical_judgement(q, ev, vis, Analyzer())
@@ -410,7 +410,7 @@ def test_a_code_line_answer_takes_the_sentence_naming_its_key_as_reference():
     # "request", "token" and "send" are only in the referring sentence
     alone = lexical_judgement(q, replace(ev, references=()), vis, Analyzer())
     assert (alone.verdict, alone.reason) == (PARTIAL, "low_term_coverage: 2/5 question terms near the answer")
-    assert VerifierRouter.spans(ev, j)[-1]["text"].startswith("Each token may send")
+    assert answer_spans(ev, j)[-1]["text"].startswith("Each token may send")
     # the referring sentence itself has no references (it is no code line)
     s = text.index("Each")
     assert locate_extractive(vis, text[s:], doc_id="api", start=s, end=len(text)).references == ()

@@ -12,8 +12,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from components.core.retrieval.index import (
-    FORMAT_VERSION, CorruptIndexError, IndexSettings, build_index, load_index, remove_stale_temporaries, save_index,
+from components.core.retrieval.index import IndexSettings, build_index
+from components.core.retrieval.index_files import (
+    FORMAT_VERSION, CorruptIndexError, load_index, remove_stale_temporaries, save_index,
 )
 from components.core.retrieval.loaders import SourceDocument
 

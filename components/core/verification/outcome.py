@@ -1,0 +1,57 @@
+"""What the verifier returns, as plain functions: the spans of a verified answer, the NOT_FOUND answer, the reason
+that names conflicting sources and the confidence signals of a verified answer.
+
+```python
+from components.core.verification.outcome import not_found_answer
+
+answer = not_found_answer("When?", "no_candidates", ["read", "verify:UNSUPPORTED"], "UNSUPPORTED", None, "lexical")
+answer.data, answer.meta["verdict"], answer.meta["reason"]   # (None, "NOT_FOUND", "no_candidates")
+```
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from haystack.dataclasses import ExtractedAnswer
+
+from components.core.verification.answers import answer_score, is_abstention
+from components.core.verification.checks import NOT_FOUND, Evidence, span_dict
+from components.core.verification.confidence import verified_signals
+from components.core.verification.judgements import Judgement
+
+
+def answer_spans(evidence: Evidence, judgement: Judgement) -> list[dict[str, Any]]:
+    """``[{doc_id, char_start, char_end, text}]``: the exact answer span (if any), then the lead-in the verdict
+    relied on, the evidence sentence(s) and the sentences that name the answer's code key; a span is listed once
+    (a sentence-level answer is its own evidence)."""
+    v = evidence.visible
+    ranges = [evidence.answer] if evidence.answer is not None else []
+    if judgement.used_lead_in:
+        ranges.append((judgement.used_lead_in[0].start, judgement.used_lead_in[-1].end))
+    ranges.append(evidence.evidence_span)
+    ranges.extend((u.start, u.end) for u in evidence.references)
+    return [span_dict(v.doc_id, s, e, v.slice(s, e)) for s, e in dict.fromkeys(ranges)]
+
+
+def not_found_answer(query: str, reason: str, route: list[str], last_verdict: str, best: Any | None,
+                     served_by: str | None) -> ExtractedAnswer:
+    """The one NOT_FOUND answer: no text, the reason and route, and the refused candidate's text if any."""
+    meta = {"no_answer": True, "verdict": NOT_FOUND, "reason": reason, "route": route, "last_verdict": last_verdict,
+            "candidate": None if best is None else best.data, "served_by": served_by}
+    return ExtractedAnswer(query=query, score=answer_score(best) if best is not None else 0.0, data=None, meta=meta)
+
+
+def conflict_reason(best: Any, conflicts: list[tuple]) -> str:
+    """``conflict: a.md says '48 hours'; b.md says '30 days'`` — the best answer first, then each conflicting one."""
+    return "conflict: " + "; ".join(f"{(a.meta or {}).get('doc_id')} says {str(a.data)!r}"
+                                    for a in [best, *(c for c, _, _ in conflicts)])
+
+
+def verified_answer_signals(query: str, best: Any, answers: list[Any], documents: list, evidence: Evidence | None,
+                            level: str, analyzer) -> dict[str, float]:
+    """The confidence signals of a verified answer (``confidence.verified_signals``) from the reader's answers:
+    the other spans' scores and the best no-answer score beside the chosen one."""
+    others = [answer_score(a) for a in answers if a is not best and not is_abstention(a)]
+    no_answer = max((answer_score(a) for a in answers if is_abstention(a)), default=0.0)
+    return verified_signals(query, best, answer_score(best), others, no_answer, documents, evidence, level, analyzer)

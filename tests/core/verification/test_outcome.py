@@ -1,0 +1,28 @@
+"""What the verifier returns: the NOT_FOUND answer, the conflict reason and the signals of a verified answer."""
+
+from haystack.dataclasses import ExtractedAnswer
+
+from components.core.verification.outcome import conflict_reason, not_found_answer
+
+
+def answer(text, score, doc_id, **meta):
+    return ExtractedAnswer(query="q", score=score, data=text, meta={"doc_id": doc_id, **meta})
+
+
+def test_not_found_keeps_the_refused_candidate_and_its_score():
+    best = answer("30 days", 0.62, "refund-policy.md")
+    out = not_found_answer("How long?", "low_confidence: 0.41 below 0.78", ["read", "verify:SUPPORTED"],
+                           "SUPPORTED", best, "lexical")
+    assert out.data is None and out.score == 0.62
+    assert out.meta == {"no_answer": True, "verdict": "NOT_FOUND", "reason": "low_confidence: 0.41 below 0.78",
+                        "route": ["read", "verify:SUPPORTED"], "last_verdict": "SUPPORTED", "candidate": "30 days",
+                        "served_by": "lexical"}
+    empty = not_found_answer("How long?", "no_candidates", [], "UNSUPPORTED", None, None)
+    assert empty.score == 0.0 and empty.meta["candidate"] is None
+
+
+def test_conflict_reason_names_each_source_best_first():
+    best = answer("48 hours", 0.8, "billing-update.md")
+    other = answer("30 days", 0.6, "refund-policy.md")
+    assert conflict_reason(best, [(other, None, None)]) == (
+        "conflict: billing-update.md says '48 hours'; refund-policy.md says '30 days'")
