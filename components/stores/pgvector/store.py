@@ -78,6 +78,7 @@ class PgSpanStore(StoreBase):
         self.hnsw_m, self.hnsw_ef_construction, self.recreate = hnsw_m, hnsw_ef_construction, recreate
         self._local = threading.local()
         self._conninfo: str | None = None
+        self._embedded = False
         self._opened = False
         self._version = -1
         self._corpus: tuple | None = None  # (version, N, avgdl, idf floor per epsilon)
@@ -104,6 +105,7 @@ class PgSpanStore(StoreBase):
     def server_dsn(self) -> str:
         if self._conninfo is None:
             value = self.dsn.resolve_value() if self.dsn is not None else None
+            self._embedded = not value
             self._conninfo = value or pg_server.embedded_dsn(self.embedded_dir)
         return self._conninfo
 
@@ -117,7 +119,8 @@ class PgSpanStore(StoreBase):
         if conn is None or conn.closed:
             from pgvector.psycopg import register_vector
 
-            conn = self._local.conn = pg_server.connect(self.server_dsn, options=self._session_options())
+            conn = self._local.conn = pg_server.connect(self.server_dsn, options=self._session_options(),
+                                                        embedded_dir=self.embedded_dir if self._embedded else None)
             register_vector(conn)
         return conn
 
@@ -398,3 +401,8 @@ def _tqdm():
 
     return tqdm
 
+
+for _name in ("open", "bm25_search", "hybrid_search", "dense_search", "current_version", "source", "document_words",
+              "superseded_documents", "document_metadata", "document_ids", "count_documents", "filter_documents",
+              "write_documents", "delete_documents"):
+    setattr(PgSpanStore, _name, pg_server.reporting_failures(getattr(PgSpanStore, _name)))
