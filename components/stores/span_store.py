@@ -6,6 +6,7 @@ import logging
 import sys
 import threading
 import time
+import weakref
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +27,16 @@ logger = logging.getLogger(__name__)
 
 # One loaded index per (data, cache, settings) in a process: the retriever and the window expander each
 # hold a SpanStore from YAML, and both must see the same index without loading it twice.
-_OPEN: dict[tuple, tuple[CorpusIndex, LoadReport, dict]] = {}
+class _Opened:
+    """An index loaded in this process with its load report and stats, shared by every store object of the same
+    data, cache and settings (a YAML's retriever, expander and widener); held by them, not by the registry."""
+
+    def __init__(self, index: CorpusIndex, report: LoadReport, stats: dict) -> None:
+        self.index, self.report, self.stats = index, report, stats
+
+
+# (data, cache, content key) -> the index those stores share; an entry goes when the last store holding it does
+_OPEN: weakref.WeakValueDictionary[tuple, _Opened] = weakref.WeakValueDictionary()
 _OPEN_LOCK = threading.RLock()  # one thread opens (or builds) an index at a time; the others reuse it
 LOCK_TIMEOUT_S = 3600  # how long a process waits for another one that is building the same cache
 
@@ -97,8 +107,10 @@ class SpanStore(StoreBase):
         check_unique_ids(report.documents, self.data_dir)
         key = corpus_key(report.documents, self.settings)
         reg_key = (str(Path(self.data_dir).resolve()), str(Path(self.cache_dir).resolve()), key)
-        if reg_key in _OPEN and not refresh:
-            self._index, self.load_report, self.stats = _OPEN[reg_key]
+        shared = None if refresh else _OPEN.get(reg_key)
+        if shared is not None:
+            self._shared = shared
+            self._index, self.load_report, self.stats = shared.index, shared.report, shared.stats
             return self._index
         start = time.perf_counter()
         directory = Path(self.cache_dir) / key
@@ -109,7 +121,7 @@ class SpanStore(StoreBase):
         stats.update(seconds=round(time.perf_counter() - start, 3), skipped=report.skipped, found=report.found, key=key,
                      documents=len(index.documents), chunks=index.n_chunks)
         self._index, self.load_report, self.stats = index, report, stats
-        _OPEN[reg_key] = (index, report, stats)
+        self._shared = _OPEN[reg_key] = _Opened(index, report, stats)
         return index
 
     @staticmethod
