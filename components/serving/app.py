@@ -30,8 +30,9 @@ from starlette.concurrency import run_in_threadpool
 
 from components.serving.limits import (MAX_BODY_BYTES, Refused, classify_failure, describe_validation_errors,
                                        parse_body)
-from components.serving.auth import AuthGuard, load_keys, requester_groups
+from components.serving.auth import REQUESTER, AuthGuard, load_keys, requester_groups
 from components.serving.origin_guard import OriginGuard, normalise_origins
+from components.serving.slow_clients import http_protocol
 from components.serving.wrapper import ServingConfig, SpanQAPipelineWrapper, wrapper_class
 
 PAGE_DIR = Path(__file__).parent / "page"
@@ -167,10 +168,26 @@ def mount_mcp(app: FastAPI):
     lifespan (the session manager) the main lifespan must run. ``None`` without the ``mcp`` package."""
     try:
         from hayhooks.server.utils.mcp_utils import create_mcp_server, create_starlette_app
-
-        mcp_app = create_starlette_app(create_mcp_server())
+        from mcp import types as mcp_types
     except ImportError:
         return None
+    server = create_mcp_server()
+    call_tool = server.request_handlers[mcp_types.CallToolRequest]
+
+    async def call_tool_as_requester(request):
+        """A tool call runs as the principal of the HTTP request that carried it — not of whoever opened the MCP
+        session (SSE) or stream; a request without one (no keys) is anonymous. The auth guard put it in the
+        request's ``state``; the MCP SDK hands the tool call that Starlette request."""
+        carried = getattr(server.request_context, "request", None)
+        state = (getattr(carried, "scope", None) or {}).get("state") or {}
+        token = REQUESTER.set(state.get("principal"))
+        try:
+            return await call_tool(request)
+        finally:
+            REQUESTER.reset(token)
+
+    server.request_handlers[mcp_types.CallToolRequest] = call_tool_as_requester
+    mcp_app = create_starlette_app(server)
     app.mount("/mcp", mcp_app, name="mcp")
     return mcp_app
 
@@ -300,7 +317,7 @@ def serve(args) -> int:
     print(f"spanqa: serving '{config.name}' on http://{host}:{port}/ — POST /{config.name}/run, GET /ready, "
           f"POST /v1/chat/completions (model '{config.name}'), MCP /mcp/mcp/; warming up …", file=sys.stderr, flush=True)
     server = uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_config=None, access_log=False,
-                                           timeout_graceful_shutdown=5))
+                                           timeout_graceful_shutdown=5, http=http_protocol()))
     app.state.spanqa_on_warm_up_failure = lambda: setattr(server, "should_exit", True)
     server.run()
     failure = app.state.spanqa_wrapper.readiness.error

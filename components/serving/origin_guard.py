@@ -24,6 +24,7 @@ middleware, which this guard replaces the ``*`` of. Pure rules (``host_allowed``
 
 from __future__ import annotations
 
+import asyncio
 import ipaddress
 import json
 from urllib.parse import urlsplit
@@ -84,20 +85,32 @@ def json_body(content_type: str | None) -> bool:
     return mime == "application/json" or (mime.startswith("application/") and mime.endswith("+json"))
 
 
-def _limited_receive(receive, limit: int):
+BODY_TIMEOUT_S = 30.0  # the whole body must arrive within this (a client sending a byte now and then is cut off)
+
+
+def _limited_receive(receive, limit: int, deadline_s: float = BODY_TIMEOUT_S):
     """``receive`` that counts body bytes as they stream in (chunked bodies declare no length) and refuses the
-    request with 413 once they pass ``limit``: the body is never read whole before the refusal."""
+    request with 413 once they pass ``limit`` — the body is never read whole before the refusal — and with 408
+    when the body is not complete ``deadline_s`` after the app first asked for it."""
     from components.serving.limits import Refused
 
-    seen = 0
+    seen, done, deadline = 0, False, None
 
     async def wrapped():
-        nonlocal seen
-        message = await receive()
+        nonlocal seen, done, deadline
+        if done:  # after the body: waiting for a disconnect is the app's business, not a slow client
+            return await receive()
+        loop = asyncio.get_running_loop()
+        deadline = deadline if deadline is not None else loop.time() + deadline_s
+        try:
+            message = await asyncio.wait_for(receive(), timeout=max(0.0, deadline - loop.time()))
+        except asyncio.TimeoutError:
+            raise Refused(408, f"the request body did not arrive within {deadline_s:g} s") from None
         if message["type"] == "http.request":
             seen += len(message.get("body", b""))
             if seen > limit:
                 raise Refused(413, f"the request body passed the {limit:,}-byte limit while it was streaming in")
+            done = not message.get("more_body", False)
         return message
 
     return wrapped

@@ -77,3 +77,64 @@ def test_the_source_endpoint_does_not_confirm_a_forbidden_document(server):
     assert status_bob == status_none == 404  # the same answer as for a document that does not exist
     assert json.loads(body_bob)["detail"].replace("ledger.md", "X") == json.loads(body_none)["detail"].replace(
         "nope.md", "X")
+
+
+def _mcp_streamable(server, key):
+    """The pipeline's MCP tool called over Streamable HTTP with ``key``; the tool's JSON text."""
+    import asyncio
+
+    from mcp import ClientSession
+    from mcp.client.streamable_http import streamablehttp_client
+
+    async def run():
+        async with streamablehttp_client(server.url + "/mcp/mcp/", headers={"Authorization": f"Bearer {key}"}) as (
+                read, write, _):
+            async with ClientSession(read, write) as session:
+                await session.initialize()
+                result = await session.call_tool("extractive", {"query": QUESTION})
+                return result.content[0].text
+
+    return asyncio.run(run())
+
+
+def _mcp_sse_cross(server, stream_key, call_key):
+    """An MCP session over SSE opened with ``stream_key`` whose tool call is POSTed with ``call_key``."""
+    import asyncio
+
+    import httpx
+
+    async def run():
+        async with httpx.AsyncClient(timeout=120) as client:
+            async with client.stream("GET", server.url + "/mcp/sse",
+                                     headers={"Authorization": f"Bearer {stream_key}"}) as stream:
+                lines = stream.aiter_lines()
+                endpoint = None
+                async for line in lines:
+                    if line.startswith("data:"):
+                        endpoint = line[5:].strip()
+                        break
+                url = server.url + ("/mcp" + endpoint if endpoint.startswith("/messages") else endpoint)
+                headers = {"Authorization": f"Bearer {call_key}"}
+                for body in ({"jsonrpc": "2.0", "id": 1, "method": "initialize",
+                              "params": {"protocolVersion": "2025-06-18", "capabilities": {},
+                                         "clientInfo": {"name": "test", "version": "1"}}},
+                             {"jsonrpc": "2.0", "method": "notifications/initialized"},
+                             {"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+                              "params": {"name": "extractive", "arguments": {"query": QUESTION}}}):
+                    await client.post(url, json=body, headers=headers)
+                async for line in lines:
+                    if line.startswith("data:") and '"id":2' in line:
+                        return line[5:]
+
+    return asyncio.run(run())
+
+
+def test_an_mcp_tool_call_runs_as_the_key_that_sent_it(server):
+    # Streamable HTTP: each principal its own documents
+    assert "LX-4471" in _mcp_streamable(server, ALICE)
+    bob = _mcp_streamable(server, BOB)
+    assert "LX-4471" not in bob and "ledger.md" not in bob and "refunds.md" in bob
+    # SSE: the session opened by alice, the call sent by bob → answered as bob (not as the stream's owner)
+    crossed = _mcp_sse_cross(server, ALICE, BOB)
+    assert crossed and "LX-4471" not in crossed and "ledger.md" not in crossed and "refunds.md" in crossed
+    assert "LX-4471" in _mcp_sse_cross(server, BOB, ALICE)

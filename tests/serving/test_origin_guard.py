@@ -90,3 +90,31 @@ def test_guard_refuses_before_the_route_runs():
     assert _call({**no_type, "Content-Length": "0"}) == (200, None)  # no body, nothing to smuggle
     assert _call({"Host": "127.0.0.1:1416", "Transfer-Encoding": "chunked"})[0] == 415
     assert _call({"Host": "127.0.0.1:1416"}, method="GET") == (200, None)
+
+
+def test_a_body_that_does_not_arrive_in_time_is_408_and_a_complete_one_passes():
+    import asyncio
+
+    from components.serving.limits import Refused
+    from components.serving.origin_guard import _limited_receive
+
+    async def dribble():  # a first chunk, then nothing more
+        if not hasattr(dribble, "sent"):
+            dribble.sent = True
+            return {"type": "http.request", "body": b'{"query": ', "more_body": True}
+        await asyncio.sleep(60)
+
+    async def whole():
+        return {"type": "http.request", "body": b'{"query": "hi"}', "more_body": False}
+
+    async def run():
+        receive = _limited_receive(dribble, 1000, deadline_s=0.3)
+        assert (await receive())["more_body"] is True
+        try:
+            await receive()
+        except Refused as refused:
+            return refused.status, refused.reason
+        return None
+
+    assert asyncio.run(run()) == (408, "the request body did not arrive within 0.3 s")
+    assert asyncio.run(_limited_receive(whole, 1000, deadline_s=0.3)())["body"] == b'{"query": "hi"}'

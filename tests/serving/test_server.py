@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -248,3 +249,39 @@ def test_page_image_refuses_what_it_cannot_render(server):
     ):
         status, body, _ = http("GET", base + urllib.parse.urlencode(params))
         assert status == code and words in body["detail"], (params, status, body)
+
+
+def test_silent_and_slow_header_clients_are_disconnected(server):
+    import socket
+    import threading
+
+    from components.serving.slow_clients import HEAD_TIMEOUT_S
+
+    closed_after: dict[str, float] = {}
+
+    def hold(name, lines, gap):
+        sock = socket.create_connection(("127.0.0.1", server.port))
+        sock.settimeout(HEAD_TIMEOUT_S + 20)
+        started = time.monotonic()
+        try:
+            for line in lines:  # one header line now and then, never the blank line that ends the head
+                sock.sendall(line)
+                time.sleep(gap)
+            while sock.recv(1024):
+                pass
+        except OSError:
+            pass
+        closed_after[name] = time.monotonic() - started
+        sock.close()
+
+    threads = [threading.Thread(target=hold, args=("silent", [], 0)),
+               threading.Thread(target=hold, args=("dribbling", [b"GET /ready HTTP/1.1\r\n"] +
+                                                   [b"X-Slow: 1\r\n"] * 60, 0.5))]
+    for t in threads:
+        t.start()
+    status, _, _ = http("GET", server.url + "/ready")  # others are served meanwhile
+    for t in threads:
+        t.join(timeout=HEAD_TIMEOUT_S + 40)
+    assert status == 200
+    assert HEAD_TIMEOUT_S - 1 <= closed_after["silent"] <= HEAD_TIMEOUT_S + 5
+    assert HEAD_TIMEOUT_S - 1 <= closed_after["dribbling"] <= HEAD_TIMEOUT_S + 5  # not its 30 s of dribbling
