@@ -109,6 +109,8 @@ def release(pgdata: str | Path) -> bool:
     """This process is done (at exit): unregister, and stop the server when it was the last client. True when
     it stopped the server."""
     pgdata = Path(pgdata)
+    if not pgdata.is_dir():  # the folder is gone (a temporary one removed early): nothing left to stop here
+        return False
     with locked(pgdata):
         me = os.getpid()
         data = _read(pgdata)
