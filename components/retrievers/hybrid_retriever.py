@@ -94,6 +94,7 @@ class HybridRetriever:
         self.bm25_k1, self.bm25_b, self.bm25_epsilon = bm25_k1, bm25_b, bm25_epsilon
         self.use_bm25, self.use_dense = use_bm25, use_dense
         self._warm = False
+        self._combinations: dict[tuple, tuple] = {}
         self.served_by = ""
 
     def to_dict(self) -> dict[str, Any]:
@@ -134,11 +135,24 @@ class HybridRetriever:
     def _selection(self, filters: dict[str, Any] | None, mode: str, groups: frozenset[str] | None) -> Selection:
         """What the searches may return: the filter, minus superseded documents (or only those), minus what an asker
         of ``groups`` may not read — all applied inside the store's search, before the cut to ``top_k``."""
-        outdated = frozenset(self.superseded_documents()) if mode != "include" else frozenset()
+        superseded = self.superseded_documents() if mode != "include" else ()
         forbidden = self.document_store.forbidden_documents(self.access_rule, groups)
-        if mode == "only":
-            return Selection(filters, only=outdated - forbidden)
-        return Selection(filters, exclude=outdated | forbidden)
+        ids = self._combined(superseded, forbidden, mode)
+        return Selection(filters, only=ids) if mode == "only" else Selection(filters, exclude=ids)
+
+    def _combined(self, superseded, forbidden: frozenset[str], mode: str) -> frozenset[str]:
+        """``superseded - forbidden`` (mode ``only``) or ``superseded | forbidden`` — the same object while both are
+        (the store keeps them per index version and asker), so a store can keep what it built for the set."""
+        key = (id(superseded), id(forbidden), mode == "only")
+        kept = self._combinations.get(key)
+        if kept is not None and kept[0] is superseded and kept[1] is forbidden:
+            return kept[2]
+        outdated = frozenset(superseded)
+        combined = outdated - forbidden if mode == "only" else outdated | forbidden
+        if len(self._combinations) > 64:
+            self._combinations.clear()
+        self._combinations[key] = (outdated, forbidden, combined)
+        return combined
 
     @staticmethod
     def _documents(hits, stage: str, embedding_model: str) -> list[Document]:

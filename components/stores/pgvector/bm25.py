@@ -52,15 +52,17 @@ FROM f JOIN {chunks} AS c ON c.id = f.id ORDER BY f.rrf DESC, f.best, f.seen"""
 
 
 def statement(t: Tables, tokens: list[str], k: int, where: sql.Composable | None, fparams: tuple,
-              corpus: tuple[float, float, float], params: BM25Params, ties: bool = False):
+              corpus: tuple[float, float, float], params: BM25Params, ties: bool = False, read_chunks: bool = True):
     """``(CTEs, parameters, table names)`` of BM25 top ``k`` for ``tokens``; ``where`` is the filter's SQL on
-    ``c0.meta`` (``components.stores.pgvector.filters``) applied inside the search; ``ties`` keeps every chunk tied with
-    the k-th."""
+    ``c0.meta`` (``components.stores.pgvector.filters``) — or, with ``read_chunks=False``, on the postings ``p``
+    themselves — applied inside the search; ``ties`` keeps every chunk tied with the k-th."""
     n, avgdl, floor = corpus
     join = sql.SQL("")
-    if where is not None:
+    if where is not None and read_chunks:
         join = sql.SQL("JOIN {} AS m0 ON m0.ckey = p.ckey JOIN {} AS c0 ON c0.id = m0.chunk_id").format(
             t.id("chunkmap"), t.id("chunks")) + where
+    elif where is not None:
+        join = where
     tf = (params.k1 + 1, params.k1 * (1 - params.b), params.k1 * params.b / avgdl)
     args = (list(tokens), n, floor, n, *tf, *fparams, *tf, k if ties else 2 * k, k)
     names = {key: t.id(key) for key in ("terms", "postings", "documents", "chunks", "chunkmap")}

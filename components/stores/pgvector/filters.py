@@ -73,20 +73,25 @@ def where_clause(filters: dict | None, alias: str) -> tuple[sql.Composable | Non
     return sql.SQL(" WHERE ") + cond, tuple(args)
 
 
-def selection_clause(selection, alias: str) -> tuple[sql.Composable | None, tuple]:
+def selection_clause(selection, alias: str, id_table=None) -> tuple[sql.Composable | None, tuple]:
     """``(WHERE …, parameters)`` of a ``Selection``: its user filter (the filter model, checked) AND the documents
-    it leaves out or keeps (superseded, not readable by the asker) as array parameters — any number of them, never
-    spliced into the statement and never through the user filter's limits."""
+    it leaves out or keeps (superseded, not readable by the asker) — any number of them, never spliced into the
+    statement and never through the user filter's limits. ``id_table(ids)``: a table (of ``doc_id``)
+    holding a set of ids, so a large set costs nothing per query (``PgSpanStore`` keeps one per connection);
+    without it the ids are an array parameter."""
     where, params = where_clause(selection.filters, alias)
     doc_id = sql.SQL("({}.meta ->> 'doc_id')").format(sql.Identifier(alias))
     extra: list[sql.Composable] = []
     args: list = list(params)
-    if selection.exclude:
-        extra.append(sql.SQL("NOT ({} = ANY(%s::text[]))").format(doc_id))
-        args.append(sorted(selection.exclude))
-    if selection.only is not None:
-        extra.append(sql.SQL("{} = ANY(%s::text[])").format(doc_id))
-        args.append(sorted(selection.only))
+    for ids, negate in ((selection.exclude, True), (selection.only, False)):
+        if ids is None or (negate and not ids):
+            continue
+        if id_table is not None:  # an indexed anti-/semi-join: constant per-query cost however many ids
+            member = sql.SQL("EXISTS (SELECT 1 FROM {} AS x WHERE x.doc_id = {})").format(id_table(ids), doc_id)
+        else:  # a hashed subplan, built once per statement
+            member = sql.SQL("{} IN (SELECT unnest(%s::text[]))").format(doc_id)
+            args.append(sorted(ids))
+        extra.append(sql.SQL("NOT ") + member if negate else member)
     if not extra:
         return where, params
     joined = sql.SQL(" AND ").join(extra)

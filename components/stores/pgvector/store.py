@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import itertools
 import threading
 import time
 from pathlib import Path
@@ -23,6 +24,7 @@ from components.stores.base import BM25Params, Selection, StoreBase, SupersededR
 from components.stores.pgvector.schema import Tables, q
 
 SEARCH_STRATEGIES = ("exact", "hnsw")
+_ID_TABLES = itertools.count()
 _SYNCED: dict[tuple, dict] = {}  # (server, prefix, data, settings) → the sync done in this process
 _SYNC_LOCK = threading.RLock()
 
@@ -124,6 +126,40 @@ class PgSpanStore(StoreBase):
             register_vector(conn)
         return conn
 
+    def _id_table(self, ids: frozenset[str], kind: str = "doc_id"):
+        """A temporary table of this thread's connection holding ``ids`` (a forbidden or superseded set) as document
+        ids (``kind="doc_id"``) or as the keys of their chunks (``"ckey"``, for BM25 over the postings), filled once
+        per set object — the retriever hands the same object while the index version and the asker's groups stay,
+        and a new version makes new sets — at most 16 kept per connection."""
+        from psycopg import sql
+
+        conn = self._conn()
+        tables = self._local.__dict__.get("id_tables")
+        if tables is None or self._local.__dict__.get("id_tables_conn") is not conn:
+            tables = self._local.id_tables = {}
+            self._local.id_tables_conn = conn
+        kept = tables.get((id(ids), kind))
+        if kept is not None and kept[0] is ids:
+            return kept[1]
+        name = sql.Identifier(f"spanqa_ids_{next(_ID_TABLES)}")  # temporary tables are the session's own
+        with conn.transaction():
+            if kind == "doc_id":
+                conn.execute(sql.SQL("CREATE TEMP TABLE {} (doc_id text PRIMARY KEY)").format(name))
+                with conn.cursor().copy(sql.SQL("COPY pg_temp.{} (doc_id) FROM STDIN").format(name)) as copy:
+                    for doc_id in ids:
+                        copy.write_row((doc_id,))
+            else:
+                conn.execute(sql.SQL("CREATE TEMP TABLE {} (ckey integer PRIMARY KEY)").format(name))
+                conn.execute(sql.SQL("INSERT INTO pg_temp.{} SELECT m.ckey FROM {} AS m JOIN {} AS d ON d.doc_id = "
+                                     "m.doc_id").format(name, self.tables.id("chunkmap"), self._id_table(ids)))
+            conn.execute(sql.SQL("ANALYZE pg_temp.{}").format(name))
+        if len(tables) >= 16:
+            _, old = tables.pop(next(iter(tables)))
+            conn.execute(sql.SQL("DROP TABLE IF EXISTS {}").format(old))
+        table = sql.SQL("pg_temp.{}").format(name)
+        tables[(id(ids), kind)] = (ids, table)
+        return table
+
     def _session_options(self) -> str:
         return pg_vectors.session_options(self.search_strategy, self.ef_search)
 
@@ -223,10 +259,27 @@ class PgSpanStore(StoreBase):
     def _bm25_statement(self, tokens: list[str], k: int, selection: Selection, params: BM25Params,
                         ties: bool = False):
         """The BM25 CTEs of one search, their parameters, table names, and the filter's WHERE + parameters."""
-        where, fparams = pg_filters.selection_clause(selection, "c0")  # the one filter model
-        ctes, args, names = pg_bm25.statement(self.tables, tokens, k, where, fparams,
-                                              self._corpus_stats(params.epsilon), params, ties)
+        where, fparams = pg_filters.selection_clause(selection, "c0", id_table=self._id_table)  # the one filter model
+        if selection.filters:  # a metadata filter reads each scored chunk's meta
+            bm25_where, bm25_params, chunks = where, fparams, True
+        else:  # only documents left out or kept: their chunks' keys, tested on the postings themselves
+            bm25_where, bm25_params, chunks = self._posting_clause(selection), (), False
+        ctes, args, names = pg_bm25.statement(self.tables, tokens, k, bm25_where, bm25_params,
+                                              self._corpus_stats(params.epsilon), params, ties, read_chunks=chunks)
         return ctes, args, names, where, fparams
+
+    def _posting_clause(self, selection: Selection):
+        """``WHERE`` on the postings ``p`` for a selection of documents only (no metadata filter): their chunk keys
+        in a temporary table, so the cost per query does not grow with the number of documents left out."""
+        from psycopg import sql
+
+        parts = []
+        for ids, negate in ((selection.exclude, True), (selection.only, False)):
+            if ids is None or (negate and not ids):
+                continue
+            member = sql.SQL("EXISTS (SELECT 1 FROM {} AS x WHERE x.ckey = p.ckey)").format(self._id_table(ids, "ckey"))
+            parts.append(sql.SQL("NOT ") + member if negate else member)
+        return sql.SQL(" WHERE ") + sql.SQL(" AND ").join(parts) if parts else None
 
     def bm25_search(self, tokens: list[str], k: int, selection: Selection,
                     params: BM25Params = BM25Params()) -> list[tuple[Document, float]]:
@@ -286,7 +339,7 @@ class PgSpanStore(StoreBase):
 
         self.open()
         vec = "[" + ",".join(repr(float(x)) for x in self.embed_query(query)) + "]"
-        where, fparams = pg_filters.selection_clause(selection, "c0")
+        where, fparams = pg_filters.selection_clause(selection, "c0", id_table=self._id_table)
         statement = sql.SQL("SELECT c0.id, c0.content, c0.meta, c0.embedding, 1 - (c0.embedding <=> %s::vector) "
                             "FROM {chunks} AS c0{where} ORDER BY c0.embedding <=> %s::vector LIMIT %s").format(
             chunks=self.tables.id("chunks"), where=where or sql.SQL(""))

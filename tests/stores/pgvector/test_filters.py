@@ -136,6 +136,30 @@ def test_filters_inside_the_searches_agree_too(stores):
         assert {cid.split(":")[0] for cid, _, _ in fused} == want, f
 
 
+def test_documents_left_out_or_kept_agree_in_every_search(stores):
+    # the forbidden / superseded sets: PostgreSQL keeps each set in a temporary table (document ids for the dense
+    # search, chunk keys for BM25 over the postings) — the same documents as the memory store's mask, any size
+    mem, pg = stores
+    rng = random.Random(5)
+    tokens = mem.analyzer("refund hub plan light scene note")
+    all_ids = sorted({d.meta["doc_id"] for d in mem.filter_documents()})
+    for round_ in range(12):
+        ids = frozenset(rng.sample(all_ids, rng.randint(0, len(all_ids))))
+        f = {"field": "meta.status", "operator": "!=", "value": "draft"} if round_ % 3 == 0 else None
+        for sel in (Selection(filters=f, exclude=ids), Selection(filters=f, only=ids)):
+            allowed = {d.meta["doc_id"] for d in mem.filter_documents(f)}
+            want = allowed - ids if sel.only is None else allowed & ids
+            for name, search in (("bm25", lambda s: s.bm25_search(tokens, 100, sel, BM25Params())),
+                                 ("dense", lambda s: s.dense_search("a note about lights", 100, sel))):
+                ids_mem = {d.meta["doc_id"] for d, _ in search(mem)}
+                ids_pg = {d.meta["doc_id"] for d, _ in search(pg)}
+                assert ids_mem == ids_pg <= want, (name, round_)
+                if name == "dense":
+                    assert ids_pg == want
+            _, _, fused = pg.hybrid_search(tokens, "a note about lights", 100, sel, BM25Params())
+            assert {cid.split(":")[0] for cid, _, _ in fused} == want
+
+
 def test_the_meaning_on_hand_made_cases():
     meta = {"status": "current", "version": 3, "score": 0.5, "flag": True, "date": "2025-03-01T10:30",
             "tags": ["a"], "nothing": None}

@@ -1,0 +1,127 @@
+"""Re-index visibility across processes (issue 23): questions asked while another process changes and re-indexes
+documents in the same PostgreSQL tables — how many answers were stale, and whether the first answer after each
+re-index quotes the new text.
+
+One process serves ``pipelines/extractive-postgres.yaml`` (answer cache on, bar at 0) over a folder of ``--docs``
+documents "Item N has the serial code SN-<version>-N."; a second process, in a loop, rewrites one document with the
+next version and re-indexes (``PgSpanStore.open()``), ``--rounds`` times. Meanwhile the first asks "What is the
+serial code of item N?" for every document in turn. An answer is **stale** when it quotes a version older than
+the one whose re-index had finished before the question was asked; **mixed** when its spans quote two versions.
+
+    python benchmarks/reindex_visibility.py [--questions 200] [--rounds 20] [--docs 5] [--json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+import yaml
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+ROOT = Path(__file__).resolve().parent.parent
+REINDEX = """
+import sys, time
+from pathlib import Path
+from components.stores.pgvector.store import PgSpanStore
+data, prefix, rounds, docs = Path(sys.argv[1]), sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
+for r in range(1, rounds + 1):
+    n = r % docs
+    (data / f"item-{n}.md").write_text(f"---\\ntitle: Item {n}\\n---\\nItem {n} has the serial code SN-{r:04d}-{n}. "
+                                       f"It ships in a grey box.\\n")
+    PgSpanStore(data_dir=str(data), table_prefix=prefix, progress=False).open(refresh=True)
+    print(f"{n} {r} {time.time()}", flush=True)   # document n now holds version r, visible from this moment
+    time.sleep(0.5)
+"""
+CODE = re.compile(r"SN-(\d{4})-(\d+)")
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--questions", type=int, default=200)
+    ap.add_argument("--rounds", type=int, default=20)
+    ap.add_argument("--docs", type=int, default=5)
+    ap.add_argument("--json", action="store_true")
+    args = ap.parse_args(argv)
+    from components.app.pipeline_io import load_pipeline
+    from components.app.runner import QueryRunner, public
+    from components.stores.pgvector.server import embedded_dsn
+
+    with tempfile.TemporaryDirectory() as tmp:
+        tmp = Path(tmp)
+        data = tmp / "kb"
+        data.mkdir()
+        for n in range(args.docs):
+            (data / f"item-{n}.md").write_text(f"---\ntitle: Item {n}\n---\nItem {n} has the serial code SN-0000-{n}. "
+                                               f"It ships in a grey box.\n")
+        dsn = os.environ.get("SPANQA_PG_DSN") or embedded_dsn(str(tmp / "pg"))
+        os.environ["SPANQA_PG_DSN"] = dsn
+        spec = yaml.safe_load((ROOT / "pipelines/extractive-postgres.yaml").read_text())
+        spec["components"]["retriever"]["init_parameters"]["document_store"]["init_parameters"].update(
+            table_prefix="bench_visibility", progress=False)
+        spec["metadata"]["spanqa"]["audit_log"] = None
+        path = tmp / "pg.yaml"
+        path.write_text(yaml.safe_dump(spec))
+        pipeline, _ = load_pipeline(path, data=str(data))
+        runner = QueryRunner(pipeline, answer_cache_ttl_s=300)
+        pipeline.get_component(runner.verifier).min_confidence = 0.0
+        runner.warm_up()
+
+        visible: dict[int, list[tuple[float, int]]] = {n: [(0.0, 0)] for n in range(args.docs)}
+        lock = threading.Lock()
+        writer = subprocess.Popen([sys.executable, "-c", REINDEX, str(data), "bench_visibility", str(args.rounds),
+                                   str(args.docs)], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                                  text=True, env={**os.environ, "HF_HUB_OFFLINE": "1"})
+
+        def follow() -> None:
+            for line in writer.stdout:
+                n, r, t = line.split()
+                with lock:
+                    visible[int(n)].append((float(t), int(r)))
+
+        threading.Thread(target=follow, daemon=True).start()
+        asked = stale = mixed = first_after_new = first_after_total = 0
+        seen_round: dict[int, int] = {}
+        examples = []
+        while asked < args.questions:
+            n = asked % args.docs
+            with lock:
+                expected = max(r for t, r in visible[n] if t <= time.time())
+            result = public(runner.ask(f"What is the serial code of item {n}?"))
+            asked += 1
+            quoted = {int(v) for v, d in CODE.findall(" ".join([result["answer"] or ""] +
+                                                               [s["text"] for s in result["spans"]])) if int(d) == n}
+            if len(quoted) > 1:
+                mixed += 1
+            if quoted and min(quoted) < expected:
+                stale += 1
+                examples.append({"item": n, "expected": expected, "quoted": sorted(quoted)})
+            if expected and seen_round.get(n) != expected:  # the first question after this re-index finished
+                seen_round[n] = expected
+                first_after_total += 1
+                first_after_new += expected in quoted
+            if writer.poll() is not None and asked >= args.questions:
+                break
+        writer.wait(timeout=600)
+    report = {"questions": asked, "reindexes": args.rounds, "stale": stale, "mixed": mixed,
+              "first_after_reindex_new": first_after_new, "first_after_reindex": first_after_total,
+              "stale_examples": examples[:5], "load_average": os.getloadavg()}
+    print(f"{asked} questions while another process re-indexed {args.rounds} times: {stale} stale, {mixed} mixing "
+          f"versions; the first answer after a re-index quoted the new text {first_after_new}/{first_after_total}; "
+          f"load average {report['load_average'][0]:.2f}")
+    if args.json:
+        print(json.dumps(report, indent=2))
+    return 0 if stale == 0 and mixed == 0 else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
