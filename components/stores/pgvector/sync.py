@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import sys
+import time
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -21,7 +22,7 @@ import numpy as np
 
 from components.core.text.analysis import Analyzer
 from components.core.retrieval.index import IndexSettings, index_text, split_document
-from components.core.retrieval.loaders import SourceDocument
+from components.core.retrieval.loaders import SourceDocument, check_unique_ids
 from components.stores.base import chunk_meta
 from components.stores.pgvector.schema import Tables, q
 
@@ -197,3 +198,53 @@ class advisory_lock:
 
 def _say(message: str) -> None:
     print(f"spanqa: {message}", file=sys.stderr, flush=True)
+
+
+def sync_store(store) -> dict:
+    """Create or check a PgSpanStore's tables and sync its ``data_dir`` into them: ``{stats, report}``."""
+    from components.stores.pgvector import schema, server, vectors
+
+    start = time.perf_counter()
+    conn = server.connect(store.server_dsn)
+    try:
+        server.check_server(conn, store.server_dsn)
+        from pgvector.psycopg import register_vector
+
+        register_vector(conn)
+        report = store.load_documents()
+        check_unique_ids(report.documents, store.data_dir)
+        wanted = store._wanted()
+        with advisory_lock(conn, store.tables):  # one process creates, checks and writes a prefix at a time
+            if store.recreate:
+                schema.drop(conn, store.tables)
+            schema.check_compatible(conn, store.tables, wanted, store.where)
+            with vectors.quiet():  # "index exists"
+                store._vector_store().count_documents()  # pgvector-haystack creates the chunk table and indexes
+            schema.create(conn, store.tables, wanted)
+            schema.index_chunks_by_document(conn, store.tables)
+            bulk = initial_load(conn, store.tables, len(report.documents))
+            if bulk:  # killed before the end, the next connect recreates them over the rows written
+                schema.drop_search_indexes(conn, store.tables)
+            done = sync(conn, store.tables, report.documents, store.settings, store.embed_passages,
+                                progress=_tqdm() if store.progress else None)
+            if bulk:
+                vectors.build_indexes(store._vector_store, done["chunks_written"], store._dimension(),
+                                         store.search_strategy, store.progress)
+        if done["added"] or done["changed"] or done["deleted"]:  # planner statistics and the visibility
+            for part in ("postings", "chunkmap", "terms"):      # map (index-only scans of the postings)
+                conn.execute(q(f"VACUUM (ANALYZE) {{{part}}}", store.tables))
+        n_docs, n_chunks = conn.execute(q("SELECT count(*), coalesce(sum(n_chunks), 0) FROM {documents}",
+                                          store.tables)).fetchone()
+    finally:
+        conn.close()
+    stats = {"built": bool(done["added"] or done["changed"] or done["deleted"]), "healed": [],
+             "seconds": round(time.perf_counter() - start, 3), "skipped": report.skipped, "found": report.found,
+             "documents": int(n_docs), "chunks": int(n_chunks), "store": f"postgresql {store.where}",
+             "tables": f"{store.tables.prefix}_*", **done}
+    return {"stats": stats, "report": report}
+
+
+def _tqdm():
+    from tqdm.auto import tqdm
+
+    return tqdm

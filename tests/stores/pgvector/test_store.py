@@ -14,6 +14,7 @@ from components.retrievers.hybrid_retriever import HybridRetriever
 from components.stores.base import BM25Params, Selection
 from components.stores.pgvector.schema import q
 from components.stores.pgvector.store import PgSpanStore
+from components.stores.pgvector.sync import sync_store
 from components.stores.span_store import SpanStore
 from tests.retrievers.test_hybrid_retriever import make_corpus
 
@@ -112,11 +113,11 @@ def test_incremental_sync_unchanged_changed_deleted(pg_dsn, corpus, prefix):
     version = first.open()
     # a new process (here: a new sync) over the unchanged corpus touches nothing
     again = pg(corpus, prefix)
-    assert again._sync()["stats"]["unchanged"] == 11
+    assert sync_store(again)["stats"]["unchanged"] == 11
     assert again.open() == version
     (corpus / "errors.md").write_text("# Errors\n\nERR-5000 means the hub lost power.\n")
     (corpus / "note-3.txt").unlink()
-    stats = pg(corpus, prefix)._sync()["stats"]
+    stats = sync_store(pg(corpus, prefix))["stats"]
     assert (stats["added"], stats["changed"], stats["deleted"], stats["unchanged"]) == (0, 1, 1, 9)
     assert not rows(first, "SELECT 1 FROM {documents} WHERE doc_id = 'note-3.txt'")
     assert not rows(first, "SELECT 1 FROM {chunkmap} WHERE doc_id = 'note-3.txt'")
