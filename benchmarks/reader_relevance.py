@@ -8,7 +8,9 @@ article (the gold paragraph is the relevant document; answerable questions) and 
 
 - ``fused``: the RRF order (what the offline ranker serves today);
 - ``reader``: the fused passages ordered by the reader's margin (best span − no-answer);
-- ``fused+reader``: RRF of the fused rank and the reader rank (never far from fusion when the reader is unsure).
+- ``fused+reader``: RRF of the fused rank and the reader rank (never far from fusion when the reader is unsure);
+- ``fused+answers``: RRF of the fused list and the reader's list of only the passages it finds an answer in
+  (margin > 0) — the reader votes for answers, and a query it finds no answer for keeps the fused order.
 
 Prints nDCG@10 and R@5 of each with the load average. The reader is the shipped one
 (``spanqa/reader-minilm-l6-squad2``, fp32, CPU).
@@ -54,7 +56,7 @@ def evaluate(name: str, data: str, questions: list[tuple[str, dict]], depth: int
     joiner = RRFJoiner(top_k=depth)
     reader = ExtractiveReader(model="deepset/roberta-base-squad2", fallback="trained", top_k=5)
     reader.warm_up()
-    orders: dict[str, list[list[str]]] = {"fused": [], "reader": [], "fused+reader": []}
+    orders: dict[str, list[list[str]]] = {"fused": [], "reader": [], "fused+reader": [], "fused+answers": []}
     start = time.perf_counter()
     for i, (query, _) in enumerate(questions):
         out = retriever.run(query=query)
@@ -66,6 +68,9 @@ def evaluate(name: str, data: str, questions: list[tuple[str, dict]], depth: int
         orders["fused"].append([d.meta["doc_id"] for d in fused])
         orders["reader"].append([d.meta["doc_id"] for d in by_reader])
         orders["fused+reader"].append([by_id[cid].meta["doc_id"] for cid, _, _ in combined])
+        answering = [d.id for s_, d in sorted(zip(scores, fused), key=lambda x: -x[0]) if s_ > 0]
+        voted = reciprocal_rank_fusion({"fused": [d.id for d in fused], "reader": answering})
+        orders["fused+answers"].append([by_id[cid].meta["doc_id"] for cid, _, _ in voted])
         if (i + 1) % 25 == 0:
             print(f"  {name}: {i + 1}/{len(questions)} questions ({time.perf_counter() - start:.0f} s)", flush=True)
     row = {"questions": len(questions), "seconds": round(time.perf_counter() - start, 1)}
@@ -96,7 +101,7 @@ def main(argv=None) -> int:
         row = report[data]
         print(f"{data} ({row['questions']} questions, {row['seconds']} s): " + "; ".join(
             f"{label} nDCG@10 {row[label]['ndcg@10']:.3f} R@5 {row[label]['recall@5']:.3f}"
-            for label in ("fused", "reader", "fused+reader")))
+            for label in ("fused", "reader", "fused+reader", "fused+answers")))
     print(f"load average {report['load_average_before'][0]:.2f} → {report['load_average_after'][0]:.2f}")
     if args.json:
         print(json.dumps(report, indent=2))
