@@ -131,7 +131,7 @@ def main(argv=None) -> int:
                                     embedded_dir=str(tmp / "pg"), search_strategy="hnsw")
             store.embed_passages = random_embedder()
             store.__dict__["_embedder_model"] = type("Dim", (), {"get_embedding_dimension": lambda self: 384})()
-            store.embed_query = lambda q, v=vectors: np.asarray(v[q], dtype=np.float32)
+            store.embed_query = lambda q, scope=None, v=vectors: np.asarray(v[q], dtype=np.float32)
             start = time.perf_counter()
             store.open()
             build = time.perf_counter() - start

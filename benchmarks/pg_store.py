@@ -115,7 +115,7 @@ def scale(tmp: Path, n: int, n_queries: int, stores=("memory", "postgres")) -> d
         store.embed_passages = random_embedder()
         store.__dict__["_embedder_model"] = type("Dim", (), {"get_embedding_dimension": lambda self: 384})()
         vectors = {q: qvec([q])[0] for q in questions}
-        store.embed_query = lambda q, v=vectors: np.asarray(v[q], dtype=np.float32)
+        store.embed_query = lambda q, scope=None, v=vectors: np.asarray(v[q], dtype=np.float32)
         start = time.perf_counter()
         store.open()
         build = time.perf_counter() - start

@@ -116,10 +116,12 @@ class QADecoder:
             return_offsets_mapping=True,
             return_tensors="np",
         )
-        queries = [self.fit_question(query)] * len(contexts)
-        # a fast tokenizer keeps its truncation setting on the shared Rust object and changes it per call:
-        # threads must not interleave calls with different settings, so calls are serialised (they are cheap)
+        # a fast tokenizer keeps its truncation and padding settings on the shared Rust object and changes them per
+        # call: threads must not interleave calls with different settings — fit_question's call too (it pads
+        # nothing: run between another thread's settings and its encoding, it once gave unpadded rows) — so every
+        # call is serialised (they are cheap)
         with self._lock:
+            queries = [self.fit_question(query)] * len(contexts)
             try:  # truncate only the context: the question stays whole in every window
                 return self.tokenizer(queries, contexts, truncation="only_second", **kwargs)
             except Exception:  # noqa: BLE001 - a question too long to leave room for context: cut both

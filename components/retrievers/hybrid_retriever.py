@@ -138,7 +138,9 @@ class HybridRetriever:
         superseded = self.superseded_documents() if mode != "include" else ()
         forbidden = self.document_store.forbidden_documents(self.access_rule, groups)
         ids = self._combined(superseded, forbidden, mode)
-        return Selection(filters, only=ids) if mode == "only" else Selection(filters, exclude=ids)
+        if mode == "only":
+            return Selection(filters, only=ids, scope=groups)
+        return Selection(filters, exclude=ids, scope=groups)
 
     def _combined(self, superseded, forbidden: frozenset[str], mode: str) -> frozenset[str]:
         """``superseded - forbidden`` (mode ``only``) or ``superseded | forbidden`` — the same object while both are

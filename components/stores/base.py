@@ -60,6 +60,7 @@ class Selection:
     filters: dict[str, Any] | None = None
     exclude: frozenset[str] = frozenset()
     only: frozenset[str] | None = None
+    scope: frozenset[str] | None = None  # the asker's groups: caches of the search are kept apart per scope
 
     def as_filters(self) -> dict[str, Any] | None:
         """The whole selection as one Haystack filter (for stores that push filters into their query)."""
@@ -220,14 +221,15 @@ class StoreBase:
         return self.embedder.encode(texts, batch_size=self.config.batch_size, normalize_embeddings=True,
                                     convert_to_numpy=True, show_progress_bar=False)  # the indexing bar shows it
 
-    def embed_query(self, text: str) -> np.ndarray:
-        """The query's normalised embedding; repeated questions are served from a memo (``query_cache_hits``)."""
-        hit = self._query_vectors.get(text)
+    def embed_query(self, text: str, scope: frozenset[str] | None = None) -> np.ndarray:
+        """The query's normalised embedding; repeated questions are served from a memo (``query_cache_hits``), kept
+        apart per asker scope — a faster answer never tells one asker what another asked."""
+        hit = self._query_vectors.get((scope, text))
         if hit is not MISSING:
             return hit
         vec = self.embedder.encode([self.config.query_prefix + text], normalize_embeddings=True, convert_to_numpy=True,
                                    show_progress_bar=False)
-        return self._query_vectors.put(text, vec[0].astype(np.float32))
+        return self._query_vectors.put((scope, text), vec[0].astype(np.float32))
 
     @property
     def query_cache_hits(self) -> int:
@@ -298,7 +300,7 @@ class SpanIndexStore(Protocol):
     def load_embedder(self) -> None:
         """Load the query embedder now (``warm_up``), not in the first query; sets ``served_by``."""
 
-    def embed_query(self, text: str) -> np.ndarray: ...
+    def embed_query(self, text: str, scope: frozenset[str] | None = None) -> np.ndarray: ...
 
     def bm25_search(self, tokens: list[str], k: int, selection: Selection,
                     params: BM25Params) -> list[tuple[Document, float]]:

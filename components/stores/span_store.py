@@ -237,7 +237,7 @@ class SpanStore(StoreBase):
     def dense_search(self, query: str, k: int, selection: Selection) -> list[tuple[Document, float]]:
         """Top ``k`` chunks by cosine similarity of normalised embeddings among ``selection``."""
         index = self.open()
-        s = index.embeddings @ self.embed_query(query) if index.n_chunks else np.zeros(0)
+        s = index.embeddings @ self.embed_query(query, selection.scope) if index.n_chunks else np.zeros(0)
         return self._hits(top_k_indices(s, k, self.selection_mask(selection)), s)
 
     def superseded_documents(self, rule: SupersededRule) -> list[str]:

@@ -102,3 +102,14 @@ def test_validate_lists_documents_no_key_can_read(tmp_path):
     assert done.returncode == 0, done.stderr[-1500:]
     access = json.loads(done.stdout)["access"]
     assert access == {"documents": 3, "restricted": 2, "key_groups": ["finance"], "unknown_groups": {"typo.md": ["fnance"]}}
+
+
+def test_the_query_embedding_memo_is_kept_apart_per_asker_scope(tmp_path):
+    # a memo hit is faster: shared across scopes it would tell one asker what another asked
+    store = SpanStore(data_dir="data/kb", cache_dir=str(tmp_path / "cache"), progress=False)
+    finance, legal = frozenset({"finance"}), frozenset({"legal"})
+    first = store.embed_query("What is the refund window?", finance)
+    store.embed_query("What is the refund window?", legal)
+    assert store.query_cache_hits == 0
+    again = store.embed_query("What is the refund window?", finance)
+    assert store.query_cache_hits == 1 and again is first

@@ -223,7 +223,7 @@ class PgSpanStore(StoreBase):
         from psycopg import sql
 
         self.open()
-        vec = "[" + ",".join(repr(float(x)) for x in self.embed_query(query)) + "]"
+        vec = "[" + ",".join(repr(float(x)) for x in self.embed_query(query, selection.scope)) + "]"
         w = weights or {}
         for ties in (False, True):
             ctes, args, names, where, fparams = self._bm25_statement(tokens or [""], k, selection, params, ties)
@@ -258,7 +258,7 @@ class PgSpanStore(StoreBase):
         from psycopg import sql
 
         self.open()
-        vec = "[" + ",".join(repr(float(x)) for x in self.embed_query(query)) + "]"
+        vec = "[" + ",".join(repr(float(x)) for x in self.embed_query(query, selection.scope)) + "]"
         where, fparams = pg_filters.selection_clause(selection, "c0", id_table=self._id_table)
         statement = sql.SQL("SELECT c0.id, c0.content, c0.meta, c0.embedding, 1 - (c0.embedding <=> %s::vector) "
                             "FROM {chunks} AS c0{where} ORDER BY c0.embedding <=> %s::vector LIMIT %s").format(
