@@ -31,8 +31,9 @@ def require_cisi() -> None:
         sys.exit(f"CISI not found at {CISI}; set SPANQA_CISI to a BEIR folder.")
 
 
-def synthetic_corpus(folder: Path, n: int, seed: int = 0) -> list[str]:
-    """``n`` one-chunk documents recombined from CISI sentences; some questions to ask them."""
+def synthetic_corpus(folder: Path, n: int, seed: int = 0, head=None, suffix: str = ".txt") -> list[str]:
+    """``n`` one-chunk documents recombined from CISI sentences (``head(i)``: text put before document ``i``, e.g.
+    front matter in a ``.md``); some questions to ask them."""
     rng = random.Random(seed)
     sentences = []
     with open(CISI / "corpus.jsonl", encoding="utf-8") as fh:
@@ -43,7 +44,8 @@ def synthetic_corpus(folder: Path, n: int, seed: int = 0) -> list[str]:
     for i in range(n):
         sub = folder / f"{i // 1000:04d}"
         sub.mkdir(exist_ok=True)
-        (sub / f"{i:07d}.txt").write_text(" ".join(rng.sample(sentences, 2)), encoding="utf-8")
+        text = " ".join(rng.sample(sentences, 2))
+        (sub / f"{i:07d}{suffix}").write_text((head(i) if head else "") + text, encoding="utf-8")
     with open(CISI / "queries.jsonl", encoding="utf-8") as fh:
         return [json.loads(line)["text"] for line in fh]
 

@@ -22,8 +22,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import random
-import re
 import statistics
 import sys
 import tempfile
@@ -32,27 +30,19 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from benchmarks._common import CISI, random_embedder, require_cisi  # noqa: E402
+from benchmarks._common import random_embedder, require_cisi, synthetic_corpus  # noqa: E402
 
 
-def corpus(folder: Path, n: int, seed: int = 0) -> tuple[list[str], dict[str, str]]:
+GROUPS = ("finance", "legal", "", "")  # document i's group: GROUPS[i % 4] ("" public)
+
+
+def corpus(folder: Path, n: int) -> tuple[list[str], dict[str, str]]:
     """``n`` one-chunk documents, a quarter each for finance and legal; the questions; ``{doc_id: group}``."""
-    rng = random.Random(seed)
-    sentences = []
-    with open(CISI / "corpus.jsonl", encoding="utf-8") as fh:
-        for line in fh:
-            text = json.loads(line)["text"]
-            sentences += [s.strip() for s in re.split(r"(?<=[.!?])\s+", text) if 30 < len(s.strip()) < 240]
-    groups = {}
-    for i in range(n):
-        sub = folder / f"{i // 1000:04d}"
-        sub.mkdir(parents=True, exist_ok=True)
-        group = ("finance", "legal", "", "")[i % 4]
-        head = f"---\naccess: [{group}]\n---\n" if group else ""
-        (sub / f"{i:07d}.md").write_text(head + " ".join(rng.sample(sentences, 2)), encoding="utf-8")
-        groups[f"{i // 1000:04d}/{i:07d}.md"] = group
-    with open(CISI / "queries.jsonl", encoding="utf-8") as fh:
-        return [json.loads(line)["text"] for line in fh], groups
+    def head(i: int) -> str:
+        return f"---\naccess: [{GROUPS[i % 4]}]\n---\n" if GROUPS[i % 4] else ""
+
+    questions = synthetic_corpus(folder, n, head=head, suffix=".md")
+    return questions, {f"{i // 1000:04d}/{i:07d}.md": GROUPS[i % 4] for i in range(n)}
 
 
 def pct(values: list[float], q: float) -> float:
