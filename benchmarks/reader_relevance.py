@@ -8,7 +8,8 @@ article (the gold paragraph is the relevant document; answerable questions) and 
 
 - ``fused``: the RRF order (what the offline ranker serves today);
 - ``reader``: the fused passages ordered by the reader's margin (best span − no-answer);
-- ``fused+reader``: RRF of the fused rank and the reader rank (never far from fusion when the reader is unsure);
+- ``fused+reader``: RRF of the fused rank and the reader rank (never far from fusion when the reader is unsure) —
+  what ``CrossEncoderRanker(fallback="reader")`` serves;
 - ``fused+answers``: RRF of the fused list and the reader's list of only the passages it finds an answer in
   (margin > 0) — the reader votes for answers, and a query it finds no answer for keeps the fused order.
 
@@ -34,18 +35,11 @@ from benchmarks._common import CISI, ROOT  # noqa: E402
 SQUAD = ROOT.parent / "shared" / "data" / "squad2" / "dev-computational-complexity.json"
 
 
-def margin(reader, query: str, doc) -> float:
-    """The reader's best span score minus its no-answer score on one passage."""
-    answers = reader.run(query=query, documents=[doc])["answers"]
-    spans = [a.score for a in answers if a.data is not None and not (a.meta or {}).get("no_answer")]
-    null = max((a.score for a in answers if a.data is None or (a.meta or {}).get("no_answer")), default=0.0)
-    return (max(spans) if spans else 0.0) - null
-
-
 def evaluate(name: str, data: str, questions: list[tuple[str, dict]], depth: int) -> dict:
     from components.core.retrieval.fusion import reciprocal_rank_fusion
     from components.evaluation.metrics import ndcg_at_k, recall_at_k
     from components.joiners.rrf_joiner import RRFJoiner
+    from components.rankers.cross_encoder_ranker import reader_margin
     from components.readers.extractive_reader import ExtractiveReader
     from components.retrievers.hybrid_retriever import HybridRetriever
     from components.stores.span_store import SpanStore
@@ -61,7 +55,7 @@ def evaluate(name: str, data: str, questions: list[tuple[str, dict]], depth: int
     for i, (query, _) in enumerate(questions):
         out = retriever.run(query=query)
         fused = joiner.run(bm25=out["bm25_documents"], dense=out["dense_documents"])["documents"]
-        scores = [margin(reader, query, d) for d in fused]
+        scores = [reader_margin(reader, query, d) for d in fused]
         by_reader = [d for _, d in sorted(zip(scores, fused), key=lambda x: -x[0])]
         combined = reciprocal_rank_fusion({"fused": [d.id for d in fused], "reader": [d.id for d in by_reader]})
         by_id = {d.id: d for d in fused}

@@ -16,11 +16,16 @@ from components.core.backends.models import (
     torch_device,
 )
 from components.core.params import check_choice, check_positive_int
+from components.readers.extractive_reader import TRAINED_READER
 
 logger = logging.getLogger(__name__)
 
 STAGE = "rerank"
-FALLBACKS = ("bi_encoder",)
+# offline re-rankers: "bi_encoder" (cosine of the MiniLM embedder; keeps the fused order by default) or "reader"
+# (our trained reader's margin — best span over its own no-answer — fused by RRF with the incoming rank:
+# benchmarks/reader_relevance.py, SQuAD development article nDCG@10 0.862 -> 0.903, but CISI 0.442 -> 0.421,
+# so it suits question answering over documents that hold answers, not topical search; not the shipped default)
+FALLBACKS = ("bi_encoder", "reader")
 # how the bi-encoder fallback orders passages: its cosine alone throws away what BM25 added to the fused list
 # (with the retriever's own embedder it is just the dense order: SQuAD R@5 0.964 fused -> 0.914). "fused"
 # (default) keeps the incoming order and only gates on the best cosine; "fused_cosine" fuses the incoming rank
@@ -38,6 +43,14 @@ def fallback_order_scores(cosines: list[float], mode: str, k: float = 60.0) -> l
     by_cosine = sorted(range(n), key=lambda i: -cosines[i])
     cos_rank = {i: r for r, i in enumerate(by_cosine, start=1)}
     return [1.0 / (k + i + 1) + 1.0 / (k + cos_rank[i]) for i in range(n)]
+
+
+def reader_margin(reader, query: str, doc: Document) -> float:
+    """How far an extractive reader's best span on ``doc`` scores above its own no-answer score."""
+    answers = reader.run(query=query, documents=[doc])["answers"]
+    spans = [a.score for a in answers if a.data is not None and not (a.meta or {}).get("no_answer")]
+    null = max((a.score for a in answers if a.data is None or (a.meta or {}).get("no_answer")), default=0.0)
+    return (max(spans) if spans else 0.0) - null
 
 
 def passage_text(doc: Document, meta_fields: list[str], separator: str) -> str:
@@ -145,6 +158,7 @@ class CrossEncoderRanker:
         document_prefix: str = "",
         fallback_order: str = "fused",
         precision: str = "fp32",
+        fallback_reader_model: str = TRAINED_READER,
     ) -> None:
         """
         Create the ranker; nothing is loaded until ``warm_up()``.
@@ -169,6 +183,10 @@ class CrossEncoderRanker:
             default), ``"fused_cosine"`` (RRF of the incoming rank and the cosine rank) or ``"cosine"``. The abstention
             threshold is always on the best cosine.
         :param precision: ``"fp32"`` or ``"int8"`` (torch dynamic quantisation of the cross-encoder, CPU only).
+        :param fallback_reader_model: The extractive QA model of the ``"reader"`` fallback (default: spanqa's
+            trained reader): each passage is scored by its best span's score minus its no-answer score, and passages
+            are ordered by RRF of their incoming rank and that score's rank; ``fallback_score_threshold`` then
+            applies to the best margin.
         """
         name = "CrossEncoderRanker"
         check_positive_int(name, "top_k", top_k)
@@ -192,19 +210,33 @@ class CrossEncoderRanker:
         self.query_prefix = query_prefix
         self.document_prefix = document_prefix
 
+        self.fallback_reader_model = str(fallback_reader_model)
         self.served_by: str | None = None
         self._cross_encoder = None
         self._bi_encoder = None
+        self._reader = None
 
     def warm_up(self) -> None:
         """Resolve and load the cross-encoder, or the bi-encoder fallback when the YAML names one."""
-        if self._cross_encoder is not None or self._bi_encoder is not None:
+        if self._cross_encoder is not None or self._bi_encoder is not None or self._reader is not None:
             return
         device = torch_device(self.device)
-        resolved, fallback = resolve_or_fallback(self.model, self.fallback, self.fallback_model, type(self).__name__)
+        substitute = self.fallback_reader_model if self.fallback == "reader" else self.fallback_model
+        resolved, fallback = resolve_or_fallback(self.model, self.fallback, substitute, type(self).__name__)
         if fallback is None:
             self._cross_encoder = load_cross_encoder(resolved.path, device, self.max_length, self.precision)
             self.served_by = resolved.describe(self.precision)
+            return
+        if fallback == "reader":
+            from components.readers.extractive_reader import ExtractiveReader
+
+            reader = ExtractiveReader(model=self.fallback_reader_model, device=self.device, top_k=5)
+            reader.warm_up()
+            self._reader = reader
+            self.served_by = f"{fallback_label(fallback, self.model)}: {reader.served_by}"
+            logger.warning("CrossEncoderRanker: cross-encoder {model} is unavailable; re-ranking with the reader "
+                           "{reader}'s answer margins fused with the incoming order instead.",
+                           model=self.model, reader=reader.served_by)
             return
         self._bi_encoder = load_sentence_transformer(resolved.path, device)
         self.served_by = fallback_label(fallback, self.model)
@@ -219,7 +251,8 @@ class CrossEncoderRanker:
     @property
     def active_threshold(self) -> float | None:
         """The threshold on the scale of the scorer that is serving (cross-encoder or fallback cosine)."""
-        return self.fallback_score_threshold if self._bi_encoder is not None else self.score_threshold
+        fallback = self._bi_encoder is not None or self._reader is not None
+        return self.fallback_score_threshold if fallback else self.score_threshold
 
     def _stored_embeddings(self, documents: list[Document] | None) -> np.ndarray | None:
         """Passage vectors already computed by the index with the fallback's own model, when all have one.
@@ -255,6 +288,10 @@ class CrossEncoderRanker:
                     show_progress_bar=False,
                 )
             return [float(s) for s in p @ q]
+        if self._reader is not None:
+            docs = documents or [Document(content=t, meta={"doc_id": str(i), "char_start": 0, "char_end": len(t)})
+                                 for i, t in enumerate(texts)]
+            return [reader_margin(self._reader, query, d) for d in docs]
         self.warm_up()
         return self.score(query, texts, documents)
 
@@ -297,7 +334,12 @@ class CrossEncoderRanker:
         texts = [passage_text(d, self.meta_fields_to_embed, self.embedding_separator) for d in candidates]
         scores = self.score(query, texts, candidates)
         gate = max(scores)  # the abstention threshold is on the scorer's best score
-        if self._bi_encoder is not None and self.fallback_order != "cosine":
+        if self._reader is not None:  # RRF of the incoming (fused) rank and the reader's margin rank
+            margins = scores
+            scores = fallback_order_scores(margins, "fused_cosine")
+            candidates = [replace(d, meta={**d.meta, "rerank_margin": m, "rerank_gate": gate})
+                          for d, m in zip(candidates, margins)]
+        elif self._bi_encoder is not None and self.fallback_order != "cosine":
             cosines = scores
             scores = fallback_order_scores(cosines, self.fallback_order)
             candidates = [replace(d, meta={**d.meta, "rerank_cosine": c, "rerank_gate": gate})
@@ -332,6 +374,7 @@ class CrossEncoderRanker:
             document_prefix=self.document_prefix,
             fallback_order=self.fallback_order,
             precision=self.precision,
+            fallback_reader_model=self.fallback_reader_model,
         )
 
     @classmethod

@@ -313,3 +313,27 @@ def test_fallback_order_scores_keep_or_fuse_the_incoming_order():
     # doc 1: 1/62 + 1/61 ; doc 0: 1/61 + 1/63 ; doc 2: 1/63 + 1/62
     assert fused == pytest.approx([1 / 61 + 1 / 63, 1 / 62 + 1 / 61, 1 / 63 + 1 / 62])
     assert order(fused) == [1, 0, 2]
+
+
+def test_reader_fallback_fuses_the_incoming_rank_with_the_readers_answer_margin():
+    # offline, fallback "reader": spanqa's trained reader scores each passage by its best span minus its own
+    # no-answer score; the order is RRF of the incoming rank and that margin's rank (benchmarks/reader_relevance.py)
+    from components.rankers.cross_encoder_ranker import fallback_order_scores, reader_margin
+
+    docs = make_docs()
+    docs = [docs[2], docs[1], docs[0], docs[3], docs[4], docs[5]]  # the answer passage (d0) comes third
+    r = CrossEncoderRanker(model=MISSING, fallback="reader", top_k=6, device="cpu")
+    r.warm_up()
+    assert r.served_by.startswith(f"fallback:reader ({MISSING} unavailable): spanqa/reader-minilm-l6-squad2")
+    out = r.run(query=QUERY, documents=docs)["documents"]
+    margins = [reader_margin(r._reader, QUERY, d) for d in docs]
+    assert [d.meta["rerank_margin"] for d in sorted(out, key=lambda d: [x.id for x in docs].index(d.id))] == margins
+    want = sorted(range(6), key=lambda i: -fallback_order_scores(margins, "fused_cosine")[i])
+    assert [d.meta["doc_id"] for d in out] == [docs[i].meta["doc_id"] for i in want]
+    assert margins[2] == max(margins)  # the reader finds the answer in d0 (third in): it moves up to second,
+    assert [d.meta["doc_id"] for d in out][:2] == ["d2", "d0"]  # level with d2 (first in, its margin third): ties keep input order
+    assert all(d.meta["route"] == ["retrieve", "rerank"] for d in out)
+    again = CrossEncoderRanker.from_dict(r.to_dict())
+    assert again.fallback == "reader" and again.fallback_reader_model == "spanqa/reader-minilm-l6-squad2"
+    gated = CrossEncoderRanker(model=MISSING, fallback="reader", device="cpu", fallback_score_threshold=2.0)
+    assert gated.run(query=QUERY, documents=docs)["no_answer"][0].meta["reason"] == "low_confidence"
