@@ -6,7 +6,10 @@ The pipeline reads sentence windows (a hit's sentence ± a few sentences), then 
 shapes around its answer, and — so that the reader learns to say "not in this window" with its null score at
 ``[CLS]`` — on negatives: windows of its paragraph that do not hold the answer, paragraphs of the same article
 that do not, and SQuAD 2.0's unanswerable questions on the window around their plausible answer (the hard
-negative: text that looks like an answer and is not). Sentences come from the one splitter the pipeline uses
+negative: text that looks like an answer and is not). Because that subset holds only a few hundred unanswerable
+questions, ``swapped_question`` makes more of the commonest kind SQuAD 2.0's writers made (an entity or word
+of the question swapped for another of the same article: "How many awards did *Radar* Princess receive?"):
+read on the window that holds the original answer, labelled no-answer. Sentences come from the one splitter the pipeline uses
 (``components.core.text.splitting.sentence_spans``), so training windows and served windows are cut alike.
 
 Articles, never questions, are held out: ``split_articles`` keeps whole SQuAD 2.0 articles for calibration
@@ -45,7 +48,7 @@ class Example:
     context: str
     answer_start: int | None
     answer_end: int | None
-    kind: str  # window | paragraph | neg-window | neg-paragraph | unanswerable
+    kind: str  # window | paragraph | neg-window | neg-paragraph | unanswerable | swap
 
 
 def load_articles(path: str | Path) -> dict[str, list[Question]]:
@@ -134,11 +137,57 @@ def _negative_window(q: Question, rng: random.Random) -> tuple[str, int] | None:
     return _window(q.context, i, j)
 
 
-def examples(questions: list[Question], seed: int, negatives: float = 0.3) -> Iterator[Example]:
+# the parts of speech a question's writer swaps for another of the same article (SQuAD 2.0's "entity swap")
+SWAP_TAGS = frozenset({"NN", "NNS", "NNP", "NNPS", "CD", "JJ"})
+
+
+@lru_cache(maxsize=1)
+def _tagger():
+    from components.core.backends.models import load_spacy
+
+    nlp, _ = load_spacy("en_core_web_sm", component="training")
+    return nlp, [proc for name, proc in nlp.pipeline if name in ("tok2vec", "tagger", "attribute_ruler")]
+
+
+@lru_cache(maxsize=50000)
+def tagged(text: str) -> tuple[tuple[int, int, str], ...]:
+    """``(start, end, tag)`` of each word of ``text`` (spaCy's Penn tags; the tagger only, no parser)."""
+    nlp, procs = _tagger()
+    doc = nlp.make_doc(text)
+    for proc in procs:
+        doc = proc(doc)
+    return tuple((t.idx, t.idx + len(t.text), t.tag_) for t in doc if t.is_alpha or t.like_num)
+
+
+def swapped_question(q: Question, paragraphs: list[str], rng: random.Random) -> str | None:
+    """``q``'s question with one of its words that its paragraph contains (a noun, name, number or adjective,
+    not in the answer) replaced by a word with the same part of speech from another paragraph of the same
+    article that this paragraph never uses — a question the paragraph no longer answers — or None when no such
+    pair exists."""
+    here = {q.context[s:e].lower() for s, e, _ in tagged(q.context)}
+    in_answers = {t.lower() for _, text in q.answers for t in text.split()}
+    spots = [(s, e, tag) for s, e, tag in tagged(q.question)
+             if tag in SWAP_TAGS and s > 0 and q.question[s:e].lower() in here
+             and q.question[s:e].lower() not in in_answers]
+    others = [p for p in paragraphs if p != q.context]
+    if not spots or not others:
+        return None
+    s, e, tag = rng.choice(spots)
+    for _ in range(4):
+        other = rng.choice(others)
+        pool = [other[a:b] for a, b, t in tagged(other) if t == tag and other[a:b].lower() not in here]
+        if pool:
+            return q.question[:s] + rng.choice(pool) + q.question[e:]
+    return None
+
+
+def examples(questions: list[Question], seed: int, negatives: float = 0.3, swaps: float = 0.0,
+             unanswerable_repeat: int = 1) -> Iterator[Example]:
     """An endless, seeded stream of examples: the questions shuffled each pass; each answerable question gives
     one answer window and, with probability ``negatives``, one negative (a window of its paragraph without
-    the answer, or another paragraph of its article); each unanswerable one gives the window around a
-    plausible answer (or its paragraph) labelled no-answer."""
+    the answer, or another paragraph of its article) and, with probability ``swaps``, its ``swapped_question``
+    on the same window, labelled no-answer; each unanswerable one gives ``unanswerable_repeat`` windows around
+    a plausible answer (or its paragraph) labelled no-answer."""
     rng = random.Random(seed)
     by_article: dict[str, list[str]] = {}
     for q in questions:
@@ -152,8 +201,9 @@ def examples(questions: list[Question], seed: int, negatives: float = 0.3) -> It
             q = questions[i]
             if not q.answers:
                 anchor = q.plausible[0] if q.plausible else None
-                text, _ = _answer_window(q, anchor, rng) if anchor else (q.context, 0)
-                yield Example(q.qid, q.question, text, None, None, "unanswerable")
+                for _ in range(unanswerable_repeat):
+                    text, _ = _answer_window(q, anchor, rng) if anchor else (q.context, 0)
+                    yield Example(q.qid, q.question, text, None, None, "unanswerable")
                 continue
             answer = rng.choice(q.answers)
             text, offset = _answer_window(q, answer, rng)
@@ -170,6 +220,10 @@ def examples(questions: list[Question], seed: int, negatives: float = 0.3) -> It
                     others = [p for p in by_article[q.article] if p != q.context]
                     if others:
                         yield Example(q.qid, q.question, rng.choice(others), None, None, "neg-paragraph")
+            if swaps and rng.random() < swaps:
+                swapped = swapped_question(q, by_article[q.article], rng)
+                if swapped is not None:
+                    yield Example(q.qid, swapped, text, None, None, "swap")
 
 
 def to_squad(questions: list[Question]) -> dict:

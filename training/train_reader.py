@@ -50,6 +50,13 @@ def parse_args(argv=None):
     p.add_argument("--max-seq-length", type=int, default=256)
     p.add_argument("--stride", type=int, default=64)
     p.add_argument("--negatives", type=float, default=0.35, help="chance of a negative window per question")
+    p.add_argument("--swaps", type=float, default=0.25,
+                   help="chance of a swapped-word question (no answer) per answerable question")
+    p.add_argument("--unanswerable-repeat", type=int, default=3,
+                   help="windows per SQuAD 2.0 unanswerable question in each pass")
+    p.add_argument("--init", default="sentence-transformers/all-MiniLM-L6-v2",
+                   help="the model to start from: the MiniLM body (a hub id the resolver finds) or a reader "
+                        "directory (a second stage from a shipped reader; fresh optimiser and schedule)")
     p.add_argument("--eval-every", type=int, default=4000, help="examples between evaluations and checkpoints")
     p.add_argument("--eval-questions", type=int, default=300)
     p.add_argument("--seed", type=int, default=13)
@@ -178,7 +185,9 @@ def main(argv=None) -> int:
     print(f"training questions {len(train):,} · held-out articles {held_titles} ({len(heldout):,} questions, "
           f"{sum(not q.answers for q in heldout)} unanswerable) · device {device}", file=sys.stderr)
 
-    body = resolve_model("sentence-transformers/all-MiniLM-L6-v2", component="training").path
+    body = resolve_model(args.init, component="training").path
+    previous = Path(body) / "training.json"
+    previous = json.loads(previous.read_text(encoding="utf-8")) if previous.exists() else None
     tokenizer = transformers.AutoTokenizer.from_pretrained(body)
     model = transformers.AutoModelForQuestionAnswering.from_pretrained(body, dtype=torch.float32).to(device)
     model.bert.embeddings.word_embeddings.weight.requires_grad_(False)  # 11.7 M of 22.7 M: frozen, as measured
@@ -205,7 +214,7 @@ def main(argv=None) -> int:
         done = progress()
         return args.lr * (done / args.warmup if done < args.warmup else (1 - done) / (1 - args.warmup))
 
-    stream = reader_data.examples(train, args.seed, args.negatives)
+    stream = reader_data.examples(train, args.seed, args.negatives, args.swaps, args.unanswerable_repeat)
     for _ in range(state["consumed"]):  # the stream is seeded: skip what the checkpoint already used
         next(stream)
     rng = random.Random(args.seed + state["consumed"])
@@ -264,13 +273,14 @@ def main(argv=None) -> int:
     checkpoint()
     info = {
         "command": "python training/train_reader.py " + " ".join(sys.argv[1:] if argv is None else argv),
-        "base": "sentence-transformers/all-MiniLM-L6-v2", "seed": args.seed, "examples_seen": state["seen"],
+        "base": "sentence-transformers/all-MiniLM-L6-v2", "init": args.init, "seed": args.seed, "examples_seen": state["seen"],
         "steps": state["step"], "skipped_answers_cut_by_truncation": state["skipped"],
         "loss_first_batch": state.get("loss_first"), "loss_last_ema": round(loss_ema, 4) if loss_ema else None,
         "heldout_articles": held_titles, "train_questions": len(train), "minutes": round(state["seconds"] / 60, 1),
         "device": device, "threads": torch.get_num_threads(), "curve": state["curve"],
         "load_average": os.getloadavg(), "hyperparameters": {k: getattr(args, k) for k in (
-            "batch_size", "lr", "warmup", "max_seq_length", "stride", "negatives")},
+            "batch_size", "lr", "warmup", "max_seq_length", "stride", "negatives", "swaps", "unanswerable_repeat")},
+        "previous_stage": previous,
     }
     export(model, tokenizer, Path(args.out), info)
     print(json.dumps({"out": args.out, **final, "examples_seen": state["seen"]}))

@@ -101,3 +101,24 @@ def test_stratified_sample_keeps_each_article_and_the_unanswerable_share():
     assert sum(len(p["qas"]) for a in squad["data"] for p in a["paragraphs"]) == 50
     assert all(qa["is_impossible"] == (not qa["answers"]) for a in squad["data"] for p in a["paragraphs"]
                for qa in p["qas"])
+
+
+def test_swapped_question_trades_a_word_the_paragraph_has_for_one_of_another_paragraph_it_lacks():
+    import random
+
+    context = "The lamp was made in 1990 by Ada Lovelace. It is red."
+    other = "The clock was built in 1875 by Charles Babbage."
+    q = reader_data.Question("q", "Who made the lamp in 1990?", context, ((context.index("Ada"), "Ada Lovelace"),),
+                             (), "A", 0)
+    made = {reader_data.swapped_question(q, [context, other], random.Random(s)) for s in range(30)}
+    assert made == {"Who made the clock in 1990?", "Who made the lamp in 1875?"}  # noun for noun, number for number
+    in_answer = reader_data.Question("q", "Who made the lamp in 1990?", context,
+                                     ((context.index("lamp"), "lamp"),), (), "A", 0)
+    assert {reader_data.swapped_question(in_answer, [context, other], random.Random(s)) for s in range(30)} == {
+        "Who made the lamp in 1875?"}  # a word of the answer is never the one swapped
+    assert reader_data.swapped_question(q, [context], random.Random(0)) is None  # no other paragraph
+    stream = reader_data.examples([q, reader_data.Question("r", "What colour is it?", other, ((0, "The"),), (), "A", 1)],
+                                  seed=1, negatives=0.0, swaps=1.0)
+    swaps = [ex for ex in (next(stream) for _ in range(40)) if ex.kind == "swap"]
+    assert swaps and all(ex.answer_start is None and ex.question != "Who made the lamp in 1990?" for ex in swaps)
+    assert all("Ada Lovelace" in ex.context for ex in swaps if ex.qid == "q")  # read on the answer's own window
