@@ -34,6 +34,9 @@ def parse_args(argv=None):
     p.add_argument("--target-precision", type=float,
                    help="with --calibrate: the precision the confidence bar (min_confidence) is chosen for (default: "
                         "the calibration file's, else 0.9)")
+    p.add_argument("--unanswerable-share", type=float, metavar="S",
+                   help="with --calibrate: fit the combiner and choose its bar as if this share of the questions had "
+                        "no answer in the sources (prior-shift re-weighting; default: the labelled set's own share)")
     p.add_argument("--calibration-out", metavar="FILE",
                    help="with --calibrate: where to save the fitted confidence combiner (default: the file the "
                         "verifier's `calibration` names)")
@@ -108,6 +111,7 @@ def _check_cli_values(args) -> None:
 
     check_fraction("run.py", "--target-precision", args.target_precision, optional=True)
     check_fraction("run.py", "--min-confidence", args.min_confidence, optional=True)
+    check_fraction("run.py", "--unanswerable-share", args.unanswerable_share, optional=True)
     args.filters = parse_filters(args.filters) if args.filters else None
     if args.keys and not (args.serve or args.validate):
         from components.core.errors import SpanQAError
@@ -281,7 +285,7 @@ def _evaluate(args, kind, runner, out, err) -> int:
 
             summary["calibration"] = evaluate.calibrate(rows, runner)
             summary["confidence_calibration"] = calibrate_confidence(rows, runner, args.eval, args.target_precision,
-                                                                     args.calibration_out)
+                                                                     args.calibration_out, args.unanswerable_share)
     summary.update(dataset=args.eval, pipeline=args.pipeline, models=runner.models())
     if args.report:
         from components.evaluation.report import write_report

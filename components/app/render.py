@@ -110,3 +110,8 @@ def print_summary(console: Console, summary: dict[str, Any]) -> None:
     if cc and cc.get("saved_to"):
         console.print(f"[bold]confidence[/bold] fitted on the choose half, saved to {escape(str(cc['saved_to']))}; "
                       f"min_confidence {cc['min_confidence']:.3f} for target precision {cc['target_precision']}")
+        share = cc.get("report_half_at_share")
+        if share and share.get("precision_answered") is not None:
+            console.print(f"[bold]calibrated[/bold] refit, report half counted at unanswerable share "
+                          f"{share['unanswerable_share']}: precision_answered {share['precision_answered']:.3f}  "
+                          f"coverage_answered {share['coverage_answered']:.3f}")

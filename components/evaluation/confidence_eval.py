@@ -48,20 +48,49 @@ def selective_report(rows: list[dict], threshold: float | None) -> dict:
             "report_half": selective_of(report, threshold=threshold)}
 
 
-def fit_calibrator(choose_rows: list[dict], target_precision: float | None, fitted_on: dict) -> confidence.Calibrator:
-    """Fit the combiner on the SUPPORTED answers of ``choose_rows`` (the only rows it ever sees)."""
+def row_weights(rows: list[dict], answers: list[dict], unanswerable_share: float | None):
+    """``confidence.prior_weights`` of ``answers`` (some of ``rows``), the share counted over ``rows``' questions."""
+    if unanswerable_share is None:
+        return None
+    return confidence.prior_weights([not r["answerable"] for r in answers], len(rows),
+                                    sum(not r["answerable"] for r in rows), unanswerable_share)
+
+
+def at_share(rows: list[dict], calibrator: confidence.Calibrator, unanswerable_share: float | None) -> dict | None:
+    """Precision and coverage of what ``calibrator``'s bar answers in ``rows``, counted as if ``unanswerable_share``
+    of the questions were unanswerable (``row_weights``); None without a share."""
+    if unanswerable_share is None:
+        return None
+    w = row_weights(rows, rows, unanswerable_share)
+    bar = calibrator.min_confidence or 0.0
+    kept = [i for i, r in enumerate(rows) if r.get("supported") and r.get("signals")
+            and calibrator.predict(r["signals"]) >= bar]
+    answered = sum(w[i] for i in kept)
+    right = sum(w[i] for i in kept if rows[i]["answer_correct"])
+    return {"unanswerable_share": unanswerable_share, "answered": len(kept),
+            "precision_answered": round(right / answered, 4) if answered else None,
+            "coverage_answered": round(answered / w.sum(), 4)}
+
+
+def fit_calibrator(choose_rows: list[dict], target_precision: float | None, fitted_on: dict,
+                   unanswerable_share: float | None = None) -> confidence.Calibrator:
+    """Fit the combiner on the SUPPORTED answers of ``choose_rows`` (the only rows it ever sees), re-weighted to
+    ``unanswerable_share`` when given."""
     supported = [r for r in choose_rows if r.get("supported") and r.get("signals")]
     try:
+        weights = row_weights(choose_rows, supported, unanswerable_share)
         return confidence.fit([r["signals"] for r in supported], [r["answer_correct"] for r in supported],
-                              target_precision, fitted_on=fitted_on)
+                              target_precision, fitted_on=dict(fitted_on, unanswerable_share=unanswerable_share),
+                              weights=weights)
     except ValueError as exc:
         raise SpanQAError(f"--calibrate could not fit the confidence combiner: {exc}. Evaluate more questions "
                           f"(raise or drop --limit) on a SQuAD 2.0 file.") from None
 
 
 def calibrate_confidence(rows: list[dict], runner, dataset: str, target_precision: float | None,
-                         out_path: str | None) -> dict[str, Any]:
-    """Fit on the choose half, save to ``out_path`` (default: the file the verifier names), report the other half."""
+                         out_path: str | None, unanswerable_share: float | None = None) -> dict[str, Any]:
+    """Fit on the choose half, save to ``out_path`` (default: the file the verifier names), report the other half
+    (as sampled, and at ``unanswerable_share`` when given)."""
     verifier = runner.pipeline.get_component(runner.verifier) if runner.verifier else None
     if verifier is None:
         raise SpanQAError("--calibrate: the pipeline has no VerifierRouter, whose answers confidence is about.")
@@ -71,7 +100,7 @@ def calibrate_confidence(rows: list[dict], runner, dataset: str, target_precisio
     choose, report = halves(rows)
     try:
         cal = fit_calibrator(choose, target, {"dataset": Path(dataset).name, "half": f"choose (seed {SEED})",
-                                              "served_by": runner.models()})
+                                              "served_by": runner.models()}, unanswerable_share)
     except SpanQAError as exc:  # too few answers: say so, keep the file as it is
         return {"saved_to": None, "kind": kind, "warnings": [str(exc)]}
     path = out_path or verifier.calibration
@@ -88,4 +117,5 @@ def calibrate_confidence(rows: list[dict], runner, dataset: str, target_precisio
         "fitted_on": cal.fitted_on,
         "report_half": selective_of(report, cal, cal.min_confidence),
         "choose_half": selective_of(choose, cal, cal.min_confidence),
+        "report_half_at_share": at_share(report, cal, unanswerable_share),
     }

@@ -220,9 +220,30 @@ class CalibrationFile:
                               f"({exc}); fit it again with --calibrate.") from None
 
 
+def prior_weights(unanswerable: Sequence[bool], n_questions: int, n_unanswerable: int,
+                  unanswerable_share: float | None) -> np.ndarray:
+    """Weights that make labelled answers count as if ``unanswerable_share`` of the questions asked had no answer
+    in the sources (prior-shift correction): an answer to one of the ``n_unanswerable`` unanswerable questions
+    (of ``n_questions``) weighs ``share / (1 - share) × answerable / unanswerable``, every other answer 1.
+    ``None`` keeps the sample's own share (all weights 1)."""
+    w = np.ones(len(unanswerable))
+    if unanswerable_share is None:
+        return w
+    if not 0.0 < unanswerable_share < 1.0:
+        raise ValueError(f"unanswerable_share must lie strictly between 0 and 1, got {unanswerable_share}")
+    if n_unanswerable == 0 or n_unanswerable == n_questions:
+        raise ValueError("re-weighting to an unanswerable share needs both answerable and unanswerable questions "
+                         f"({n_unanswerable} of {n_questions} are unanswerable)")
+    ratio = unanswerable_share / (1 - unanswerable_share) * (n_questions - n_unanswerable) / n_unanswerable
+    w[np.asarray(unanswerable, dtype=bool)] = ratio
+    return w
+
+
 def fit(signals: Sequence[Mapping[str, float]], correct: Sequence[bool], target_precision: float | None = None,
-        features: Sequence[str] = SIGNALS, fitted_on: dict | None = None) -> Calibrator:
-    """Fit the combiner on labelled answers (``correct[i]``: answer ``i`` was right) — one half only."""
+        features: Sequence[str] = SIGNALS, fitted_on: dict | None = None,
+        weights: Sequence[float] | None = None) -> Calibrator:
+    """Fit the combiner on labelled answers (``correct[i]``: answer ``i`` was right) — one half only; ``weights``
+    (``prior_weights``) re-weight answers in the fit and in the precision the bar is chosen for."""
     from sklearn.linear_model import LogisticRegressionCV
     from sklearn.model_selection import StratifiedKFold
 
@@ -231,29 +252,33 @@ def fit(signals: Sequence[Mapping[str, float]], correct: Sequence[bool], target_
                          f"({sum(map(bool, correct))} right)")
     x = np.array([[_num(s.get(f)) for f in features] for s in signals], dtype=np.float64)
     y = np.array([bool(c) for c in correct])
+    w = np.ones(len(y)) if weights is None else np.asarray(weights, dtype=np.float64)
     mean, scale = x.mean(axis=0), x.std(axis=0)
     scale[scale == 0] = 1.0
     # the regularisation strength is chosen by 5-fold cross-validated log loss on this same (fit) half
     folds = StratifiedKFold(n_splits=min(5, int(y.sum()), int((~y).sum())), shuffle=True, random_state=0)
     model = LogisticRegressionCV(Cs=REGULARISATION, cv=folds, scoring="neg_log_loss", max_iter=2000)
-    model.fit((x - mean) / scale, y)
+    model.fit((x - mean) / scale, y, sample_weight=w)
     cal = Calibrator(list(features), mean.tolist(), scale.tolist(), model.coef_[0].tolist(),
                      float(model.intercept_[0]), None, target_precision,
                      dict(fitted_on or {}, size=len(y), right=int(y.sum()), C=float(model.C_[0])))
     if target_precision is not None:
         confidences = [cal.predict(s) for s in signals]
-        cal.min_confidence = threshold_for_precision(confidences, list(y), target_precision)
+        cal.min_confidence = threshold_for_precision(confidences, list(y), target_precision, w)
     return cal
 
 
-def threshold_for_precision(confidences: Sequence[float], correct: Sequence[bool], target: float) -> float:
-    """The lowest confidence threshold whose answers (confidence ≥ it) reach ``target`` precision — the most
-    coverage at that precision; 1.0 (answer nothing) when no threshold reaches it."""
+def threshold_for_precision(confidences: Sequence[float], correct: Sequence[bool], target: float,
+                            weights: Sequence[float] | None = None) -> float:
+    """The lowest confidence threshold whose answers (confidence ≥ it) reach ``target`` precision (weighted by
+    ``weights`` when given) — the most coverage at that precision; 1.0 (answer nothing) when none reaches it."""
     order = sorted(range(len(confidences)), key=lambda i: -confidences[i])
-    best, right = 1.0, 0
+    w = [1.0] * len(confidences) if weights is None else [float(x) for x in weights]
+    best, right, total = 1.0, 0.0, 0.0
     for k, i in enumerate(order, start=1):
-        right += bool(correct[i])
+        right += w[i] * bool(correct[i])
+        total += w[i]
         last = k == len(order) or confidences[order[k]] < confidences[i]
-        if last and right / k >= target:
+        if last and right / total >= target:
             best = confidences[i]
     return float(best)

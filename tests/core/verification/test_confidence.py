@@ -6,7 +6,8 @@ import math
 import pytest
 
 from components.evaluation import confidence_eval
-from components.core.verification.confidence import SIGNALS, CalibrationFile, Calibrator, fit, threshold_for_precision
+from components.core.verification.confidence import (SIGNALS, CalibrationFile, Calibrator, fit, prior_weights,
+                                                     threshold_for_precision)
 from components.evaluation.selective import (aurc, coverage_at_precision, ece_if_calibrated, expected_calibration_error,
                                       risk_coverage, summary)
 
@@ -92,6 +93,37 @@ class _Sealed(dict):
         if key != "id":
             raise AssertionError(f"the report half was read while fitting ({key})")
         return super().get(key, default)
+
+
+def test_prior_weights_and_a_weighted_bar_on_a_hand_case():
+    # 10 questions, 2 unanswerable: at a share of 0.5 an answer to an unanswerable one counts 8 / 2 = 4 times
+    w = prior_weights([False, True, False], n_questions=10, n_unanswerable=2, unanswerable_share=0.5)
+    assert w.tolist() == [1.0, 4.0, 1.0]
+    assert prior_weights([True], 10, 2, None).tolist() == [1.0]
+    assert prior_weights([True], 10, 5, 0.25).tolist() == [pytest.approx(1 / 3)]
+    for bad in (0.0, 1.0):
+        with pytest.raises(ValueError, match="strictly between 0 and 1"):
+            prior_weights([True], 10, 2, bad)
+    with pytest.raises(ValueError, match="0 of 10 are unanswerable"):
+        prior_weights([False], 10, 0, 0.5)
+    # sorted: right, right, wrong (weight 4), right -> weighted precision 1, 1, 2/6, 3/7
+    confs, right, weights = [0.9, 0.8, 0.7, 0.6], [True, True, False, True], [1, 1, 4, 1]
+    assert threshold_for_precision(confs, right, 0.7) == 0.6  # unweighted: 3/4 at 0.6
+    assert threshold_for_precision(confs, right, 0.7, weights) == 0.8
+
+
+def test_calibration_at_an_unanswerable_share_reports_the_half_counted_at_it():
+    # answered unanswerable questions (wrong) and answerable ones (right when reader_score is high)
+    rows = [{"id": f"q{i}", "answerable": i % 5 != 0, "supported": True,
+             "signals": _signals(reader_score=(i % 10) / 10), "answer_correct": i % 5 != 0 and i % 10 >= 3,
+             "confidence": None} for i in range(200)]
+    plain = confidence_eval.fit_calibrator(rows, 0.9, {})
+    shifted = confidence_eval.fit_calibrator(rows, 0.9, {}, unanswerable_share=0.5)
+    assert shifted.fitted_on["unanswerable_share"] == 0.5 and plain.fitted_on["unanswerable_share"] is None
+    assert shifted.intercept < plain.intercept  # more unanswerable questions asked: less confident at equal signals
+    counted = confidence_eval.at_share(rows, shifted, 0.5)
+    assert counted["unanswerable_share"] == 0.5 and counted["answered"] <= len(rows)
+    assert confidence_eval.at_share(rows, shifted, None) is None
 
 
 def test_calibration_never_reads_the_reported_half():
