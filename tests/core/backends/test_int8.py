@@ -14,6 +14,8 @@ def test_int8_quantises_linears_and_stays_close(tmp_path):
     assert not any(type(m) is torch.nn.Linear for m in int8.modules())
     assert sum(isinstance(m, torch.ao.nn.quantized.dynamic.Linear) for m in int8.modules()) == sum(
         type(m) is torch.nn.Linear for m in fp32.modules())
+    quantised = [m for m in int8.modules() if isinstance(m, torch.ao.nn.quantized.dynamic.Linear)]
+    assert {m.weight().qscheme() for m in quantised} == {torch.per_channel_affine}  # one scale per output row
     enc = tok(["How long is the refund window?"], ["Annual plans can be refunded within 30 days of purchase."],
               return_tensors="pt")
     with torch.inference_mode():
