@@ -50,9 +50,9 @@ def parse_args(argv=None):
     p.add_argument("--max-seq-length", type=int, default=256)
     p.add_argument("--stride", type=int, default=64)
     p.add_argument("--negatives", type=float, default=0.35, help="chance of a negative window per question")
-    p.add_argument("--swaps", type=float, default=0.25,
+    p.add_argument("--swaps", type=float, default=0.0,
                    help="chance of a swapped-word question (no answer) per answerable question")
-    p.add_argument("--unanswerable-repeat", type=int, default=3,
+    p.add_argument("--unanswerable-repeat", type=int, default=1,
                    help="windows per SQuAD 2.0 unanswerable question in each pass")
     p.add_argument("--init", default="sentence-transformers/all-MiniLM-L6-v2",
                    help="the model to start from: the MiniLM body (a hub id the resolver finds) or a reader "
