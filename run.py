@@ -111,7 +111,13 @@ def _check_cli_values(args) -> None:
 
     check_fraction("run.py", "--target-precision", args.target_precision, optional=True)
     check_fraction("run.py", "--min-confidence", args.min_confidence, optional=True)
-    check_fraction("run.py", "--unanswerable-share", args.unanswerable_share, optional=True)
+    check_fraction("run.py", "--unanswerable-share", args.unanswerable_share, high_open=True, optional=True)
+    if args.unanswerable_share == 0:
+        from components.core.errors import SpanQAError
+
+        raise SpanQAError("run.py: --unanswerable-share is 0, but it must lie strictly between 0 and 1 (a share "
+                          "of 0 weighs the unanswerable questions out of the fit); leave it out to fit on the "
+                          "labelled set's own share.")
     args.filters = parse_filters(args.filters) if args.filters else None
     if args.keys and not (args.serve or args.validate):
         from components.core.errors import SpanQAError

@@ -24,3 +24,12 @@ def test_bar_holds_back_and_zero_lets_through(tmp_path):
     given = _ask(tmp_path, "--min-confidence", "0")
     assert given["verdict"] == "SUPPORTED" and given["answer"] == "48"
     assert given["confidence"] == held["confidence"]
+
+
+def test_unanswerable_share_outside_zero_to_one_is_one_paragraph(tmp_path):
+    for value, says in (("0", "--unanswerable-share is 0, but it must lie strictly between 0 and 1"),
+                        ("1", "'--unanswerable-share' is 1.0, but it must be a number from 0 to 1.0 (excluded)")):
+        proc = subprocess.run([sys.executable, "run.py", "pipelines/extractive.yaml", "--unanswerable-share", value,
+                               "-q", Q], cwd=ROOT, capture_output=True, text=True, timeout=300)
+        assert proc.returncode != 0 and "Traceback" not in proc.stderr
+        assert says in " ".join(proc.stderr.split()), proc.stderr
