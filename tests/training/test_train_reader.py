@@ -87,6 +87,14 @@ def test_a_tiny_run_lowers_its_loss_resumes_and_exports(tmp_path):
     assert json.loads((out / "training.json").read_text())["examples_seen"] >= 144
     tokenizer, model = load_hf_model(str(out), "AutoModelForQuestionAnswering")
     assert type(model).__name__ == "BertForQuestionAnswering" and str(model.dtype) == "torch.float32"
+    # a second stage starts from the exported reader and records the stage it came from
+    second = tmp_path / "second"
+    stage2 = [a if a != str(out) else str(second) for a in common]
+    stage2 = [a if a != str(work) else str(tmp_path / "work2") for a in stage2]
+    assert train_reader.main(["--examples", "32", "--init", str(out), "--swaps", "1.0", *stage2]) == 0
+    info2 = json.loads((second / "training.json").read_text())
+    assert info2["init"] == str(out) and info2["previous_stage"]["examples_seen"] >= 144
+    assert info2["hyperparameters"]["swaps"] == 1.0 and info2["examples_seen"] >= 32
 
 
 def test_stratified_sample_keeps_each_article_and_the_unanswerable_share():
