@@ -61,7 +61,10 @@ def at_share(rows: list[dict], calibrator: confidence.Calibrator, unanswerable_s
     of the questions were unanswerable (``row_weights``); None without a share."""
     if unanswerable_share is None:
         return None
-    w = row_weights(rows, rows, unanswerable_share)
+    try:
+        w = row_weights(rows, rows, unanswerable_share)
+    except ValueError as exc:  # a half without unanswerable (or answerable) questions cannot be re-weighted
+        return {"unanswerable_share": unanswerable_share, "note": str(exc)}
     bar = calibrator.min_confidence or 0.0
     kept = [i for i, r in enumerate(rows) if r.get("supported") and r.get("signals")
             and calibrator.predict(r["signals"]) >= bar]

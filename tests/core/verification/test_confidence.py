@@ -124,6 +124,8 @@ def test_calibration_at_an_unanswerable_share_reports_the_half_counted_at_it():
     counted = confidence_eval.at_share(rows, shifted, 0.5)
     assert counted["unanswerable_share"] == 0.5 and counted["answered"] <= len(rows)
     assert confidence_eval.at_share(rows, shifted, None) is None
+    only_answerable = [r for r in rows if r["answerable"]]
+    assert "0 of 160 are unanswerable" in confidence_eval.at_share(only_answerable, shifted, 0.5)["note"]
 
 
 def test_calibration_never_reads_the_reported_half():
