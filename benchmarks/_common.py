@@ -16,6 +16,16 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 CISI = Path(os.environ.get("SPANQA_CISI", ROOT.parent / "shared" / "data" / "cisi"))
 
 
+def finish(report: dict, as_json: bool) -> int:
+    """The end of a benchmark: the load average before → after (stored in ``report``), then ``report`` as JSON
+    when asked. Returns the exit status 0."""
+    report["load_average_after"] = os.getloadavg()
+    print(f"load average {report['load_average_before'][0]:.2f} → {report['load_average_after'][0]:.2f}")
+    if as_json:
+        print(json.dumps(report, indent=2))
+    return 0
+
+
 def best_of(fn, repeats: int = 3) -> float:
     """The fastest of ``repeats`` runs of ``fn()`` in seconds (least disturbed by other load)."""
     times = []

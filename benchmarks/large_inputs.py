@@ -25,7 +25,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from benchmarks._common import CISI, require_cisi  # noqa: E402
+from benchmarks._common import CISI, finish, require_cisi  # noqa: E402
 
 CHILD = r"""
 import json, resource, sys, time
@@ -127,11 +127,7 @@ def main(argv=None) -> int:
         f = report["files"]
         print(f"{f['files']:,} small files: {f['chunks']:,} chunks in {f['seconds']} s (random vectors), peak RSS "
               f"{f['peak_rss_mb']} MB (target ≤ 500 MB)", flush=True)
-    report["load_average_after"] = os.getloadavg()
-    print(f"load average {report['load_average_before'][0]:.2f} → {report['load_average_after'][0]:.2f}")
-    if args.json:
-        print(json.dumps(report, indent=2))
-    return 0
+    return finish(report, args.json)
 
 
 if __name__ == "__main__":

@@ -22,7 +22,6 @@ Prints nDCG@10 and R@5 of each with the load average. The reader is the shipped 
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 import time
@@ -30,7 +29,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from benchmarks._common import CISI, ROOT  # noqa: E402
+from benchmarks._common import CISI, ROOT, finish  # noqa: E402
 
 SQUAD = ROOT.parent / "shared" / "data" / "squad2" / "dev-computational-complexity.json"
 
@@ -90,16 +89,12 @@ def main(argv=None) -> int:
     queries, qrels = load_beir_queries(CISI)
     cisi = [(queries[qid], qrels[qid]) for qid in list(queries)[: args.limit]]
     report["cisi"] = evaluate("cisi", str(CISI), cisi, args.depth)
-    report["load_average_after"] = os.getloadavg()
     for data in ("squad_article", "cisi"):
         row = report[data]
         print(f"{data} ({row['questions']} questions, {row['seconds']} s): " + "; ".join(
             f"{label} nDCG@10 {row[label]['ndcg@10']:.3f} R@5 {row[label]['recall@5']:.3f}"
             for label in ("fused", "reader", "fused+reader", "fused+answers")))
-    print(f"load average {report['load_average_before'][0]:.2f} → {report['load_average_after'][0]:.2f}")
-    if args.json:
-        print(json.dumps(report, indent=2))
-    return 0
+    return finish(report, args.json)
 
 
 if __name__ == "__main__":
