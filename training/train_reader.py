@@ -57,6 +57,9 @@ def parse_args(argv=None):
     p.add_argument("--init", default="sentence-transformers/all-MiniLM-L6-v2",
                    help="the model to start from: the MiniLM body (a hub id the resolver finds) or a reader "
                         "directory (a second stage from a shipped reader; fresh optimiser and schedule)")
+    p.add_argument("--skip", type=int, default=0,
+                   help="start after the first N examples of the seeded stream: a second stage that continues its "
+                        "first stage's data where it stopped (same --seed; see `stream_consumed` in training.json)")
     p.add_argument("--eval-every", type=int, default=4000, help="examples between evaluations and checkpoints")
     p.add_argument("--eval-questions", type=int, default=300)
     p.add_argument("--seed", type=int, default=13)
@@ -194,7 +197,7 @@ def main(argv=None) -> int:
     params = [p for p in model.parameters() if p.requires_grad]
     optim = torch.optim.AdamW(params, lr=args.lr, weight_decay=0.01)
 
-    state = {"consumed": 0, "seen": 0, "step": 0, "curve": [], "skipped": 0,
+    state = {"consumed": args.skip, "seen": 0, "step": 0, "curve": [], "skipped": 0,
              "seconds": 0.0}
     ckpt = work / "checkpoint.pt"
     if args.resume and ckpt.exists():
@@ -215,7 +218,7 @@ def main(argv=None) -> int:
         return args.lr * (done / args.warmup if done < args.warmup else (1 - done) / (1 - args.warmup))
 
     stream = reader_data.examples(train, args.seed, args.negatives, args.swaps, args.unanswerable_repeat)
-    for _ in range(state["consumed"]):  # the stream is seeded: skip what the checkpoint already used
+    for _ in range(state["consumed"]):  # the stream is seeded: skip what the checkpoint (or --skip) already used
         next(stream)
     rng = random.Random(args.seed + state["consumed"])
     t0, started = time.time(), state["seconds"]
@@ -274,7 +277,8 @@ def main(argv=None) -> int:
     info = {
         "command": "python training/train_reader.py " + " ".join(sys.argv[1:] if argv is None else argv),
         "base": "sentence-transformers/all-MiniLM-L6-v2", "init": args.init, "seed": args.seed, "examples_seen": state["seen"],
-        "steps": state["step"], "skipped_answers_cut_by_truncation": state["skipped"],
+        "steps": state["step"], "stream_skipped": args.skip, "stream_consumed": state["consumed"],
+        "skipped_answers_cut_by_truncation": state["skipped"],
         "loss_first_batch": state.get("loss_first"), "loss_last_ema": round(loss_ema, 4) if loss_ema else None,
         "heldout_articles": held_titles, "train_questions": len(train), "minutes": round(state["seconds"] / 60, 1),
         "device": device, "threads": torch.get_num_threads(), "curve": state["curve"],
