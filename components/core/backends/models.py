@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
+from components.core.backends.int8 import has_smoothing, quantize_int8
 from components.core.errors import SpanQAError
 
 
@@ -74,8 +75,11 @@ class ResolvedModel:
         return self.path.endswith(".gguf")
 
     def describe(self, precision: str = "fp32") -> str:
-        """``model-id (where it came from)``, plus ``, int8`` when it serves quantised."""
-        return f"{self.model_id} ({self.source}{', int8' if precision == 'int8' else ''})"
+        """``model-id (where it came from)``, plus ``, int8`` when it serves quantised (``, int8 smoothed`` when the
+        model ships the activation ranges that ``int8.quantize_int8`` smooths with)."""
+        if precision != "int8":
+            return f"{self.model_id} ({self.source})"
+        return f"{self.model_id} ({self.source}, int8{' smoothed' if has_smoothing(self.path) else ''})"
 
 
 def _from_hf_cache(model_id: str) -> str | None:
@@ -248,7 +252,7 @@ def load_sentence_transformer(path: str, device: str = "cpu", precision: str = "
 
     model = SentenceTransformer(path, device=device, local_files_only=True)
     if precision == "int8":
-        quantize_int8(model, device)
+        quantize_int8(model, device, model_dir=path)
     return model
 
 
@@ -259,7 +263,7 @@ def load_cross_encoder(path: str, device: str = "cpu", max_length: int | None = 
 
     model = CrossEncoder(path, device=device, max_length=max_length, local_files_only=True)
     if precision == "int8":
-        quantize_int8(model, device)
+        quantize_int8(model, device, model_dir=path)
     return model
 
 
@@ -282,24 +286,8 @@ def load_hf_model(path: str, auto_class: str, device: str = "cpu", gguf_file: st
     # weights shipped in fp16 (models/) compute in fp32: fp16 matmuls are slow or missing on CPUs
     model = getattr(transformers, auto_class).from_pretrained(path, dtype=torch.float32, **kwargs).to(device).eval()
     if precision == "int8":
-        model = quantize_int8(model, device)
+        model = quantize_int8(model, device, model_dir=path)
     return tokenizer, model
 
 
 PRECISIONS = ("fp32", "int8")
-
-
-def quantize_int8(model, device: str = "cpu"):
-    """The model with every ``nn.Linear`` dynamically quantised to int8 (torch): weights int8 with one scale per
-    output channel, activations quantised per call — faster on CPU for transformer encoders, at a cost in
-    agreement (``benchmarks/reader_squad.py`` reports it: per-channel scales keep 70.8 % of the trained reader's
-    spans on the development article against 62.2 % for one scale per matrix). CPU only."""
-    import torch
-
-    if not str(device).startswith("cpu"):
-        raise SpanQAError(f"precision: int8 (torch dynamic quantisation) runs on the CPU only, not on {device}; "
-                          f"use precision: fp32 there.")
-    from torch.ao.quantization import per_channel_dynamic_qconfig
-
-    return torch.ao.quantization.quantize_dynamic(model, {torch.nn.Linear: per_channel_dynamic_qconfig},
-                                                  dtype=torch.qint8, inplace=True)
