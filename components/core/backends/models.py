@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
-from components.core.backends.int8 import has_smoothing, quantize_int8
+from components.core.backends.int8 import quantize_int8
 from components.core.errors import SpanQAError
 
 
@@ -75,11 +75,8 @@ class ResolvedModel:
         return self.path.endswith(".gguf")
 
     def describe(self, precision: str = "fp32") -> str:
-        """``model-id (where it came from)``, plus ``, int8`` when it serves quantised (``, int8 smoothed`` when the
-        model ships the activation ranges that ``int8.quantize_int8`` smooths with)."""
-        if precision != "int8":
-            return f"{self.model_id} ({self.source})"
-        return f"{self.model_id} ({self.source}, int8{' smoothed' if has_smoothing(self.path) else ''})"
+        """``model-id (where it came from)``, plus ``, int8`` when it serves quantised."""
+        return f"{self.model_id} ({self.source}{', int8' if precision == 'int8' else ''})"
 
 
 def _from_hf_cache(model_id: str) -> str | None:
@@ -252,7 +249,7 @@ def load_sentence_transformer(path: str, device: str = "cpu", precision: str = "
 
     model = SentenceTransformer(path, device=device, local_files_only=True)
     if precision == "int8":
-        quantize_int8(model, device, model_dir=path)
+        quantize_int8(model, device)
     return model
 
 
@@ -263,7 +260,7 @@ def load_cross_encoder(path: str, device: str = "cpu", max_length: int | None = 
 
     model = CrossEncoder(path, device=device, max_length=max_length, local_files_only=True)
     if precision == "int8":
-        quantize_int8(model, device, model_dir=path)
+        quantize_int8(model, device)
     return model
 
 
@@ -286,7 +283,7 @@ def load_hf_model(path: str, auto_class: str, device: str = "cpu", gguf_file: st
     # weights shipped in fp16 (models/) compute in fp32: fp16 matmuls are slow or missing on CPUs
     model = getattr(transformers, auto_class).from_pretrained(path, dtype=torch.float32, **kwargs).to(device).eval()
     if precision == "int8":
-        model = quantize_int8(model, device, model_dir=path)
+        model = quantize_int8(model, device)
     return tokenizer, model
 
 

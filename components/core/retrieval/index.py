@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from components.core.retrieval.index_files import EmbeddingCache
 
 Embedder = Callable[[list[str]], np.ndarray]
+INT8_SCHEME = "per-token"  # core/backends/int8.py; indexes built with torch's dynamic quantisation had none
 
 
 @dataclass(frozen=True)
@@ -50,6 +51,8 @@ class IndexSettings:
         ident = asdict(self)
         if ident["embedding_precision"] == "fp32":
             del ident["embedding_precision"]
+        elif ident["embedding_precision"] == "int8":  # vectors of another int8 scheme never answer this one's queries
+            ident["int8_scheme"] = INT8_SCHEME
         if ident["context_notes"] == "none":  # indexes built before notes existed embedded the title alone
             del ident["context_notes"]
         if not ident["context_model"]:
