@@ -76,6 +76,23 @@ def sweep_null_bias(qs, preds) -> list[dict]:
     return out
 
 
+def learning_curve(info: dict) -> list[dict]:
+    """The curve of every training stage, oldest first, with examples and minutes counted from the first stage's
+    start (a second stage's ``training.json`` keeps the first as ``previous_stage``)."""
+    stages = []
+    while info:
+        stages.append(info)
+        info = info.get("previous_stage")
+    points, examples, minutes = [], 0, 0.0
+    for number, stage in enumerate(reversed(stages), 1):
+        for pt in stage.get("curve", []):
+            points.append({**pt, "stage": number, "examples": examples + pt["examples"],
+                           "minutes": round(minutes + pt["minutes"], 1)})
+        examples += stage.get("examples_seen", 0)
+        minutes += stage.get("minutes", 0.0)
+    return points
+
+
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--model", default=TRAINED, help="QA model id or directory (default: spanqa's trained reader)")
@@ -122,7 +139,7 @@ def main() -> int:
         result["int8_speedup"] = round(result["fp32"]["seconds"] / max(1e-9, result["int8"]["seconds"]), 2)
     card = ROOT / "models" / "spanqa-reader-minilm-l6" / "training.json"
     if args.model == TRAINED and card.exists():
-        result["learning_curve"] = json.loads(card.read_text())["curve"]
+        result["learning_curve"] = learning_curve(json.loads(card.read_text()))
     if args.json:
         print(json.dumps(result))
         return 0
@@ -144,7 +161,7 @@ def main() -> int:
     if result.get("learning_curve"):
         print("  learning curve (held-out training articles, paragraph contexts):")
         for pt in result["learning_curve"]:
-            print(f"    {pt['examples']:>7,} examples  {pt['minutes']:>6} min  F1 {pt['f1']:>5}  "
+            print(f"    stage {pt['stage']}  {pt['examples']:>7,} examples  {pt['minutes']:>6} min  F1 {pt['f1']:>5}  "
                   f"HasAns F1 {pt['HasAns_f1']:>5}  NoAns F1 {pt['NoAns_f1']}")
     return 0
 

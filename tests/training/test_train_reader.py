@@ -131,3 +131,15 @@ def test_swapped_question_trades_a_word_the_paragraph_has_for_one_of_another_par
     swaps = [ex for ex in (next(stream) for _ in range(40)) if ex.kind == "swap"]
     assert swaps and all(ex.answer_start is None and ex.question != "Who made the lamp in 1990?" for ex in swaps)
     assert all("Ada Lovelace" in ex.context for ex in swaps if ex.qid == "q")  # read on the answer's own window
+
+
+def test_learning_curve_counts_a_second_stage_from_the_first_stages_start():
+    from benchmarks.reader_squad import learning_curve
+
+    first = {"examples_seen": 100, "minutes": 10.0, "curve": [{"examples": 50, "minutes": 5.0, "f1": 40.0},
+                                                              {"examples": 100, "minutes": 10.0, "f1": 50.0}]}
+    second = {"examples_seen": 60, "minutes": 4.0, "previous_stage": first,
+              "curve": [{"examples": 60, "minutes": 4.0, "f1": 55.0}]}
+    assert [(p["stage"], p["examples"], p["minutes"], p["f1"]) for p in learning_curve(second)] == [
+        (1, 50, 5.0, 40.0), (1, 100, 10.0, 50.0), (2, 160, 14.0, 55.0)]
+    assert learning_curve(first)[-1]["examples"] == 100
