@@ -15,9 +15,13 @@ import argparse
 import json
 import math
 import os
+import sys
 import time
+from pathlib import Path
 
-from _common import ROOT
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from benchmarks._common import ROOT  # noqa: E402
 
 DEV = ROOT.parent / "shared" / "data" / "squad2" / "dev-computational-complexity.json"
 TRAINED = "spanqa/reader-minilm-l6-squad2"
