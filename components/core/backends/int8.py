@@ -1,13 +1,12 @@
 """int8 on the CPU: every ``nn.Linear`` becomes an int8 × int8 → int32 matrix product with **one scale per token**
-for the input and one scale per output channel for the weight — per slice of the hidden width for a layer wider than
-that (a transformer's feed-forward output).
+for the input and one scale per output channel for the weight.
 
 Why per token: torch's dynamic quantisation (``quantize_dynamic``) quantises a layer's whole input with one scale.
 A transformer's tokens differ in size by orders of magnitude ([CLS], [SEP] and a few others carry huge values), so
 one scale rounds the ordinary tokens to a handful of levels. With one scale per token the trained reader keeps
 nearly every fp32 answer span — about as many as int8 weights alone (fp32 inputs) keep, so the rest of the gap is
-the weights, not the inputs; slicing the feed-forward output (1,536 channels) into hidden-width groups closes part
-of that at almost no cost (finer slices closed more and cost more than fp32 itself). SmoothQuant-style smoothing of channel outliers, measured in the same runs, helped
+the weights, not the inputs (slicing the 1,536-channel feed-forward output into hidden-width groups, each with its
+own scales, kept 0.9 point more and doubled that layer's time: not worth it). SmoothQuant-style smoothing of channel outliers, measured in the same runs, helped
 dynamic quantisation less and per-token scales not at all, and needed calibration files per model; per-token scales
 need none, so every model (reader, ranker, embedder, hub or ours) quantises the same way. The numbers, on held-out
 training articles and the development article: ``docs/performance.md``.
@@ -41,59 +40,44 @@ def int8_linear_class():
     import torch
 
     class Int8Linear(torch.nn.Module):
-        """``nn.Linear`` in int8. The input channels are cut into ``groups`` equal slices (1 unless the layer is
-        wider than the model: a transformer's feed-forward output, 4 slices of the hidden width). Each slice of the
-        weight is quantised once per output channel, each slice of the input per token on each call; the slices'
-        int32 products (``torch._int_mm``) are rescaled to fp32 and summed, and the bias is added in fp32."""
+        """``nn.Linear`` in int8: the weight quantised once per output channel, the input per token on each call;
+        the int32 product (``torch._int_mm``) rescaled to fp32, the bias added in fp32."""
 
-        def __init__(self, linear: torch.nn.Linear, groups: int = 1):
+        def __init__(self, linear: torch.nn.Linear):
             super().__init__()
-            if linear.in_features % groups:
-                raise ValueError(f"{linear.in_features} input channels do not split into {groups} groups")
-            self.in_features, self.out_features, self.groups = linear.in_features, linear.out_features, groups
-            width = linear.in_features // groups
-            w = linear.weight.detach().float().reshape(linear.out_features, groups, width)
-            q, scale = quantize_rows(w)  # one scale per (output channel, group)
-            self.register_buffer("weight_t", q.permute(1, 2, 0).contiguous())  # [groups, width, out] for x @ W.T
-            self.register_buffer("weight_scale", scale.permute(1, 2, 0).contiguous())  # [groups, 1, out]
+            self.in_features, self.out_features = linear.in_features, linear.out_features
+            q, scale = quantize_rows(linear.weight.detach().float())  # [out, in]: one scale per output channel
+            self.register_buffer("weight_t", q.t().contiguous())  # [in, out] for x @ W.T
+            self.register_buffer("weight_scale", scale.reshape(1, -1))
             bias = linear.bias.detach().float().clone() if linear.bias is not None else None
             self.register_buffer("bias", bias)
 
         def forward(self, x):
             shape = x.shape
-            flat = x.reshape(-1, shape[-1]).float()
-            width = self.in_features // self.groups
-            y = None
-            for g in range(self.groups):
-                q, scale = quantize_rows(flat[:, g * width : (g + 1) * width])
-                part = torch._int_mm(q, self.weight_t[g]).to(torch.float32) * scale * self.weight_scale[g]
-                y = part if y is None else y + part
+            rows = x.reshape(-1, self.in_features).float()
+            scale = rows.abs().amax(-1, keepdim=True).clamp_(min=1e-8).div_(127.0)  # one per token
+            q = (rows / scale).round_().to(torch.int8)  # |rows / scale| <= 127 by construction
+            y = torch._int_mm(q, self.weight_t).to(torch.float32).mul_(scale).mul_(self.weight_scale)
             if self.bias is not None:
-                y = y + self.bias
+                y.add_(self.bias)
             return y.reshape(*shape[:-1], self.out_features)
 
         def extra_repr(self) -> str:
-            return (f"in_features={self.in_features}, out_features={self.out_features}, int8 per token, "
-                    f"{self.groups} group{'s' if self.groups > 1 else ''}")
+            return f"in_features={self.in_features}, out_features={self.out_features}, int8 per token"
 
     return Int8Linear
 
 
 
 def quantize_int8(model, device: str = "cpu"):
-    """``model`` with every ``nn.Linear`` replaced, in place, by an ``Int8Linear`` (see the module docstring); a
-    layer wider than the model's narrowest (its hidden width) is cut into groups of that width, so no int8 dot
-    product sums more channels under one pair of scales than the hidden width. CPU only: the GPU runs fp32 (or its
-    own half precision) faster."""
+    """``model`` with every ``nn.Linear`` replaced, in place, by an ``Int8Linear`` (see the module docstring).
+    CPU only: the GPU runs fp32 (or its own half precision) faster."""
     import torch
 
     if not str(device).startswith("cpu"):
         raise SpanQAError(f"precision: int8 runs on the CPU only, not on {device}; use precision: fp32 there.")
-    linears = [m for m in model.modules() if type(m) is torch.nn.Linear]
-    width = min((m.in_features for m in linears), default=1)  # the model's hidden width
     for _parent_name, parent in list(model.named_modules()):
         for child_name, child in list(parent.named_children()):
             if type(child) is torch.nn.Linear:
-                groups = child.in_features // width if child.in_features % width == 0 else 1
-                setattr(parent, child_name, int8_linear_class()(child, groups))
+                setattr(parent, child_name, int8_linear_class()(child))
     return model
