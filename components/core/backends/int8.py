@@ -5,14 +5,14 @@ Why per token: torch's dynamic quantisation (``quantize_dynamic``) quantises a l
 A transformer's tokens differ in size by orders of magnitude ([CLS], [SEP] and a few others carry huge values), so
 one scale rounds the ordinary tokens to a handful of levels. With one scale per token the trained reader keeps
 nearly every fp32 answer span — about as many as int8 weights alone (fp32 inputs) keep, so the rest of the gap is
-the weights, not the inputs (slicing the 1,536-channel feed-forward output into hidden-width groups, each with its
-own scales, kept 0.9 point more and doubled that layer's time: not worth it). SmoothQuant-style smoothing of channel outliers, measured in the same runs, helped
-dynamic quantisation less and per-token scales not at all, and needed calibration files per model; per-token scales
-need none, so every model (reader, ranker, embedder, hub or ours) quantises the same way. The numbers, on held-out
-training articles and the development article: ``docs/performance.md``.
+the weights, not the inputs. Slicing the 1,536-channel feed-forward output into hidden-width groups with their own
+scales kept 0.9 point more and doubled that layer's time (not kept). SmoothQuant-style smoothing of channel
+outliers helped dynamic quantisation less and per-token scales not at all, and needed a calibration file per
+model; per-token scales need none, so every model (reader, ranker, embedder, hub or ours) quantises the same way.
+The numbers, on held-out training articles and the development article: ``docs/performance.md``.
 
-The product runs in ``torch._int_mm`` (int8 GEMM with int32 accumulation, exact; the kernel torchao's int8
-dynamic quantisation uses), so the int8 weights are a quarter of fp32 in memory and the product is integer work.
+The product runs in ``torch._int_mm`` (int8 GEMM with int32 accumulation, exact), so the int8 weights are a quarter
+of fp32 in memory and the product is integer work.
 
     from components.core.backends.int8 import quantize_int8
     model = quantize_int8(model)            # in place; CPU only
@@ -30,8 +30,8 @@ def quantize_rows(x, dim: int = -1):
     ``|q| ≤ 127``; an all-zero slice gets scale 1e-8/127 and stays zero."""
     import torch
 
-    scale = x.abs().amax(dim, keepdim=True).clamp(min=1e-8) / 127.0
-    return torch.round(x / scale).clamp(-127, 127).to(torch.int8), scale
+    scale = x.abs().amax(dim, keepdim=True).clamp_(min=1e-8).div_(127.0)
+    return (x / scale).round_().to(torch.int8), scale  # |x / scale| <= 127 by construction
 
 
 @functools.lru_cache(maxsize=1)
@@ -54,9 +54,7 @@ def int8_linear_class():
 
         def forward(self, x):
             shape = x.shape
-            rows = x.reshape(-1, self.in_features).float()
-            scale = rows.abs().amax(-1, keepdim=True).clamp_(min=1e-8).div_(127.0)  # one per token
-            q = (rows / scale).round_().to(torch.int8)  # |rows / scale| <= 127 by construction
+            q, scale = quantize_rows(x.reshape(-1, self.in_features).float())  # one scale per token
             y = torch._int_mm(q, self.weight_t).to(torch.float32).mul_(scale).mul_(self.weight_scale)
             if self.bias is not None:
                 y.add_(self.bias)
@@ -66,7 +64,6 @@ def int8_linear_class():
             return f"in_features={self.in_features}, out_features={self.out_features}, int8 per token"
 
     return Int8Linear
-
 
 
 def quantize_int8(model, device: str = "cpu"):
