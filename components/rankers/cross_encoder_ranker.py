@@ -182,7 +182,8 @@ class CrossEncoderRanker:
         :param fallback_order: How the bi-encoder fallback orders passages: ``"fused"`` (the incoming order,
             default), ``"fused_cosine"`` (RRF of the incoming rank and the cosine rank) or ``"cosine"``. The abstention
             threshold is always on the best cosine.
-        :param precision: ``"fp32"`` or ``"int8"`` (int8 GEMMs with per-token input scales, ``core/backends/int8.py``; CPU only).
+        :param precision: ``"fp32"`` or ``"int8"`` (int8 GEMMs with per-token input scales,
+            ``core/backends/int8.py``; CPU only).
         :param fallback_reader_model: The extractive QA model of the ``"reader"`` fallback (default: spanqa's
             trained reader): each passage is scored by its best span's score minus its no-answer score, and passages
             are ordered by RRF of their incoming rank and that score's rank; ``fallback_score_threshold`` then

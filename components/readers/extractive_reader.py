@@ -165,7 +165,8 @@ class ExtractiveReader:
         :param short_answers: spaCy pipeline (e.g. ``en_core_web_sm``) with which the ``"sentence"`` fallback
             narrows its answer to the typed value a question asks for (a number with its unit, a date, a
             person, an identifier …) inside the chosen sentence; ``None`` answers with the sentence.
-        :param precision: ``"fp32"`` or ``"int8"`` (int8 GEMMs with per-token input scales, ``core/backends/int8.py``; CPU only).
+        :param precision: ``"fp32"`` or ``"int8"`` (int8 GEMMs with per-token input scales,
+            ``core/backends/int8.py``; CPU only).
         """
         name = "ExtractiveReader"
         check_positive_int(name, "top_k", top_k)
