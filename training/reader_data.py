@@ -48,7 +48,7 @@ class Example:
     context: str
     answer_start: int | None
     answer_end: int | None
-    kind: str  # window | paragraph | neg-window | neg-paragraph | unanswerable | swap
+    kind: str  # window | paragraph | neg-window | neg-paragraph | hard-paragraph | hard-window | unanswerable | swap
 
 
 def load_articles(path: str | Path) -> dict[str, list[Question]]:
@@ -181,19 +181,69 @@ def swapped_question(q: Question, paragraphs: list[str], rng: random.Random) -> 
     return None
 
 
+class ArticleSearch:
+    """BM25 over the paragraphs of each article, with the pipeline's own analyzer and scorer — to find the
+    paragraphs of an article a question's retrieval would bring up that do not hold its answer."""
+
+    def __init__(self, by_article: dict[str, list[str]]):
+        from components.core.retrieval.bm25 import BM25Okapi, InvertedIndex
+        from components.core.text.analysis import Analyzer
+
+        self._analyzer, self._paragraphs, self._bm25 = Analyzer(), by_article, {}
+        self._build = lambda paras: BM25Okapi(InvertedIndex.build([self._analyzer(p) for p in paras]))
+
+    def terms(self, text: str) -> list[str]:
+        return self._analyzer(text)
+
+    def closest_without(self, q: Question, k: int = 3) -> list[str]:
+        """Up to ``k`` other paragraphs of ``q``'s article, best BM25 match to its question first, that contain
+        none of its answers' texts (an unlabelled copy of the answer would be a wrong no-answer label)."""
+        paras = self._paragraphs[q.article]
+        if q.article not in self._bm25:
+            self._bm25[q.article] = self._build(paras)
+        scores = self._bm25[q.article].scores(self.terms(q.question))
+        answers = [text.lower() for _, text in q.answers]
+        out = []
+        for i in sorted(range(len(paras)), key=lambda i: (-scores[i], i)):
+            if paras[i] != q.context and not any(a in paras[i].lower() for a in answers):
+                out.append(paras[i])
+                if len(out) == k:
+                    break
+        return out
+
+
+def hard_negative(q: Question, search: ArticleSearch, rng: random.Random) -> tuple[str, str] | None:
+    """``(text, kind)``: one of the three paragraphs of ``q``'s article that BM25 ranks closest to its question
+    and that hold no answer — whole (``hard-paragraph``), or half the time the window of its sentence sharing most
+    of the question's terms ± 0–2 sentences (``hard-window``), as the pipeline's expander would read it."""
+    candidates = search.closest_without(q)
+    if not candidates:
+        return None
+    para = rng.choice(candidates)
+    if rng.random() < 0.5:
+        return para, "hard-paragraph"
+    wanted = set(search.terms(q.question))
+    spans = sentences(para)
+    best = max(range(len(spans)), key=lambda i: (len(wanted & set(search.terms(para[slice(*spans[i])]))), -i))
+    first, last = max(0, best - rng.randint(0, 2)), min(len(spans) - 1, best + rng.randint(0, 2))
+    return _window(para, first, last)[0], "hard-window"
+
+
 def examples(questions: list[Question], seed: int, negatives: float = 0.3, swaps: float = 0.0,
-             unanswerable_repeat: int = 1) -> Iterator[Example]:
+             unanswerable_repeat: int = 1, hard_negatives: bool = False) -> Iterator[Example]:
     """An endless, seeded stream of examples: the questions shuffled each pass; each answerable question gives
     one answer window and, with probability ``negatives``, one negative (a window of its paragraph without
-    the answer, or another paragraph of its article) and, with probability ``swaps``, its ``swapped_question``
-    on the same window, labelled no-answer; each unanswerable one gives ``unanswerable_repeat`` windows around
-    a plausible answer (or its paragraph) labelled no-answer."""
+    the answer, or another paragraph of its article — with ``hard_negatives``, one that BM25 ranks near the
+    question: ``hard_negative``) and, with probability ``swaps``, its ``swapped_question`` on the same window,
+    labelled no-answer; each unanswerable one gives ``unanswerable_repeat`` windows around a plausible answer
+    (or its paragraph) labelled no-answer."""
     rng = random.Random(seed)
     by_article: dict[str, list[str]] = {}
     for q in questions:
         paras = by_article.setdefault(q.article, [])
         if not paras or paras[-1] != q.context:
             paras.append(q.context)
+    search = ArticleSearch(by_article) if hard_negatives else None
     order = list(range(len(questions)))
     while True:
         rng.shuffle(order)
@@ -216,6 +266,10 @@ def examples(questions: list[Question], seed: int, negatives: float = 0.3, swaps
                 neg = _negative_window(q, rng) if rng.random() < 0.5 else None
                 if neg is not None:
                     yield Example(q.qid, q.question, neg[0], None, None, "neg-window")
+                elif hard_negatives:
+                    hard = hard_negative(q, search, rng)
+                    if hard is not None:
+                        yield Example(q.qid, q.question, hard[0], None, None, hard[1])
                 else:
                     others = [p for p in by_article[q.article] if p != q.context]
                     if others:

@@ -52,6 +52,9 @@ def parse_args(argv=None):
     p.add_argument("--negatives", type=float, default=0.35, help="chance of a negative window per question")
     p.add_argument("--swaps", type=float, default=0.0,
                    help="chance of a swapped-word question (no answer) per answerable question")
+    p.add_argument("--hard-negatives", action="store_true",
+                   help="a negative from another paragraph is one of the 3 that BM25 ranks closest to the question "
+                        "(without its answer), whole or the window of its best sentence, instead of any paragraph")
     p.add_argument("--unanswerable-repeat", type=int, default=1,
                    help="windows per SQuAD 2.0 unanswerable question in each pass")
     p.add_argument("--init", default="sentence-transformers/all-MiniLM-L6-v2",
@@ -217,7 +220,8 @@ def main(argv=None) -> int:
         done = progress()
         return args.lr * (done / args.warmup if done < args.warmup else (1 - done) / (1 - args.warmup))
 
-    stream = reader_data.examples(train, args.seed, args.negatives, args.swaps, args.unanswerable_repeat)
+    stream = reader_data.examples(train, args.seed, args.negatives, args.swaps, args.unanswerable_repeat,
+                                   args.hard_negatives)
     for _ in range(state["consumed"]):  # the stream is seeded: skip what the checkpoint (or --skip) already used
         next(stream)
     rng = random.Random(args.seed + state["consumed"])
@@ -283,7 +287,7 @@ def main(argv=None) -> int:
         "heldout_articles": held_titles, "train_questions": len(train), "minutes": round(state["seconds"] / 60, 1),
         "device": device, "threads": torch.get_num_threads(), "curve": state["curve"],
         "load_average": os.getloadavg(), "hyperparameters": {k: getattr(args, k) for k in (
-            "batch_size", "lr", "warmup", "max_seq_length", "stride", "negatives", "swaps", "unanswerable_repeat")},
+            "batch_size", "lr", "warmup", "max_seq_length", "stride", "negatives", "swaps", "unanswerable_repeat", "hard_negatives")},
         "previous_stage": previous,
     }
     export(model, tokenizer, Path(args.out), info)

@@ -133,6 +133,33 @@ def test_swapped_question_trades_a_word_the_paragraph_has_for_one_of_another_par
     assert all("Ada Lovelace" in ex.context for ex in swaps if ex.qid == "q")  # read on the answer's own window
 
 
+def test_hard_negatives_are_the_closest_paragraphs_of_the_article_that_lack_the_answer():
+    import random
+
+    here = "The lamp was made in 1990 by Ada Lovelace. It is red."
+    paras = [here,
+             "The lamp factory closed. Lamps made there were sold in Paris. Ada visited it once.",  # close, no answer
+             "Ada Lovelace made a lamp in 1990 for the museum.",  # closest, but it holds the answer: never a negative
+             "Rivers flood in spring.", "Bread is baked at dawn.", "Snow fell on the hills."]
+    article = [reader_data.Question(f"p{i}", "Who made the lamp in 1990?", p, ((0, p.split()[0]),) if i else
+                                    ((here.index("Ada"), "Ada Lovelace"),), (), "A", i) for i, p in enumerate(paras)]
+    q = article[0]
+    search = reader_data.ArticleSearch({"A": paras})
+    closest = search.closest_without(q, k=2)
+    assert closest[0] == paras[1] and paras[2] not in closest and here not in closest
+    seen = set()
+    for s in range(40):
+        text, kind = reader_data.hard_negative(q, search, random.Random(s))
+        seen.add(kind)
+        assert "Ada Lovelace" not in text
+        if kind == "hard-window":
+            assert text in paras[1] or text in paras[3:]  # a window of one paragraph, cut at its sentences
+    assert seen == {"hard-paragraph", "hard-window"}
+    stream = reader_data.examples(article, seed=2, negatives=1.0, hard_negatives=True)
+    kinds = [ex.kind for ex in (next(stream) for _ in range(60))]
+    assert "neg-paragraph" not in kinds and {"hard-paragraph", "hard-window"} & set(kinds)
+
+
 def test_learning_curve_counts_a_second_stage_from_the_first_stages_start():
     from benchmarks.reader_squad import learning_curve
 
