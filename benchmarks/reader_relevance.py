@@ -14,9 +14,9 @@ article (the gold paragraph is the relevant document; answerable questions) and 
   (margin > 0) — the reader votes for answers, and a query it finds no answer for keeps the fused order.
 
 Prints nDCG@10 and R@5 of each with the load average. The reader is the shipped one
-(``spanqa/reader-minilm-l6-squad2``, fp32, CPU).
+(``spanqa/reader-minilm-l6-squad2``, fp32, CPU) unless ``--model`` names another (a candidate's directory).
 
-    python benchmarks/reader_relevance.py [--depth 20] [--limit N] [--json]
+    python benchmarks/reader_relevance.py [--depth 20] [--limit N] [--model DIR] [--json]
 """
 
 from __future__ import annotations
@@ -34,7 +34,8 @@ from benchmarks._common import CISI, ROOT, finish  # noqa: E402
 SQUAD = ROOT.parent / "shared" / "data" / "squad2" / "dev-computational-complexity.json"
 
 
-def evaluate(name: str, data: str, questions: list[tuple[str, dict]], depth: int) -> dict:
+def evaluate(name: str, data: str, questions: list[tuple[str, dict]], depth: int,
+             model: str = "deepset/roberta-base-squad2") -> dict:
     from components.core.retrieval.fusion import reciprocal_rank_fusion
     from components.evaluation.metrics import ndcg_at_k, recall_at_k
     from components.joiners.rrf_joiner import RRFJoiner
@@ -47,7 +48,7 @@ def evaluate(name: str, data: str, questions: list[tuple[str, dict]], depth: int
     retriever = HybridRetriever(document_store=store, top_k=50)
     retriever.warm_up()
     joiner = RRFJoiner(top_k=depth)
-    reader = ExtractiveReader(model="deepset/roberta-base-squad2", fallback="trained", top_k=5)
+    reader = ExtractiveReader(model=model, fallback="trained", top_k=5)
     reader.warm_up()
     orders: dict[str, list[list[str]]] = {"fused": [], "reader": [], "fused+reader": [], "fused+answers": []}
     start = time.perf_counter()
@@ -79,16 +80,18 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--depth", type=int, default=20)
     ap.add_argument("--limit", type=int, default=None)
+    ap.add_argument("--model", default="deepset/roberta-base-squad2",
+                    help="the reader: a QA model id or directory (offline: the YAML's fallback, spanqa's trained reader)")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args(argv)
     from components.evaluation.evaluate import load_beir_queries, load_squad_questions
 
-    report: dict = {"depth": args.depth, "load_average_before": os.getloadavg()}
+    report: dict = {"depth": args.depth, "reader": args.model, "load_average_before": os.getloadavg()}
     squad = [(q["question"], {q["doc_id"]: 1}) for q in load_squad_questions(SQUAD) if q["answerable"]][: args.limit]
-    report["squad_article"] = evaluate("squad article", str(SQUAD), squad, args.depth)
+    report["squad_article"] = evaluate("squad article", str(SQUAD), squad, args.depth, args.model)
     queries, qrels = load_beir_queries(CISI)
     cisi = [(queries[qid], qrels[qid]) for qid in list(queries)[: args.limit]]
-    report["cisi"] = evaluate("cisi", str(CISI), cisi, args.depth)
+    report["cisi"] = evaluate("cisi", str(CISI), cisi, args.depth, args.model)
     for data in ("squad_article", "cisi"):
         row = report[data]
         print(f"{data} ({row['questions']} questions, {row['seconds']} s): " + "; ".join(
