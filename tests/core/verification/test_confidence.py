@@ -44,6 +44,36 @@ def test_fitted_combiner_learns_the_direction_of_a_signal_and_chooses_a_bar():
     assert kept and sum(kept) / len(kept) >= 0.9
 
 
+def test_the_bar_is_chosen_on_out_of_fold_confidences_and_holds_its_precision_on_new_answers():
+    import random
+
+    def answers(n, rng):  # one informative signal, the rest noise a combiner can overfit
+        signals, right = [], []
+        for _ in range(n):
+            ok = rng.random() < 0.7
+            s = {f: rng.gauss(0, 1) for f in SIGNALS}
+            s["reader_score"] = rng.gauss(1.0 if ok else 0.0, 1.0)
+            signals.append(s)
+            right.append(ok)
+        return signals, right
+
+    def precision_at(cal, bar, signals, right):
+        kept = [r for s, r in zip(signals, right) if cal.predict(s) >= bar]
+        return sum(kept) / len(kept)
+
+    oof, in_sample = [], []
+    for seed in range(4):
+        rng = random.Random(seed)
+        (fit_s, fit_r), (new_s, new_r) = answers(300, rng), answers(5000, rng)
+        cal = fit(fit_s, fit_r, target_precision=0.9)
+        assert cal.fitted_on["bar_chosen_on"] == "out-of-fold confidences"
+        oof.append(precision_at(cal, cal.min_confidence, new_s, new_r))
+        in_sample_bar = threshold_for_precision([cal.predict(s) for s in fit_s], fit_r, 0.9)
+        in_sample.append(precision_at(cal, in_sample_bar, new_s, new_r))
+    # a bar chosen on the answers the combiner was fitted on falls short of 0.9 on new ones (0.83-0.88 here)
+    assert max(in_sample) < 0.89 and sum(oof) / 4 > 0.88 and sum(oof) / 4 > sum(in_sample) / 4 + 0.02
+
+
 def test_threshold_for_precision_on_a_hand_case():
     # sorted by confidence: right, right, wrong, right, wrong -> precision 1, 1, .67, .75, .6
     confs, right = [0.9, 0.8, 0.7, 0.6, 0.5], [True, True, False, True, False]
