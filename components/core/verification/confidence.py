@@ -152,9 +152,17 @@ class Calibrator:
     target_precision: float | None = None
     fitted_on: dict = field(default_factory=dict)  # data set, half, size, served_by of the stack
     format: str = FORMAT
+    low: list[float] | None = None  # each signal's range in the fit data: a signal beyond it is read at its edge
+    high: list[float] | None = None
 
     def vector(self, signals: Mapping[str, float]) -> np.ndarray:
-        return np.array([_num(signals.get(f)) for f in self.features], dtype=np.float64)
+        """The signals in ``features`` order, each held inside the range the combiner was fitted on: a logistic
+        model extrapolates linearly, so one signal far outside what it saw (a margin over no other answer in a
+        three-document corpus: 13 standard deviations) would otherwise decide the confidence alone."""
+        v = np.array([_num(signals.get(f)) for f in self.features], dtype=np.float64)
+        if self.low is not None and self.high is not None:
+            v = np.clip(v, self.low, self.high)
+        return v
 
     def predict(self, signals: Mapping[str, float]) -> float:
         """P(right) for one answer's signals."""
@@ -169,6 +177,9 @@ class Calibrator:
         cal = cls(**data)
         if not (len(cal.features) == len(cal.mean) == len(cal.scale) == len(cal.coef)):
             raise ValueError("features, mean, scale and coef differ in length")
+        if (cal.low is None) != (cal.high is None) or (cal.low is not None and not (
+                len(cal.low) == len(cal.high) == len(cal.features))):
+            raise ValueError("low and high must both be given, one value per feature")
         return cal
 
 
@@ -261,7 +272,8 @@ def fit(signals: Sequence[Mapping[str, float]], correct: Sequence[bool], target_
     model.fit((x - mean) / scale, y, sample_weight=w)
     cal = Calibrator(list(features), mean.tolist(), scale.tolist(), model.coef_[0].tolist(),
                      float(model.intercept_[0]), None, target_precision,
-                     dict(fitted_on or {}, size=len(y), right=int(y.sum()), C=float(model.C_[0])))
+                     dict(fitted_on or {}, size=len(y), right=int(y.sum()), C=float(model.C_[0])),
+                     low=x.min(axis=0).tolist(), high=x.max(axis=0).tolist())
     if target_precision is not None:
         # the bar is chosen on out-of-fold confidences: each answer scored by a combiner that never saw it. On its own
         # fit data a combiner is surer than it will be on new questions, and a bar chosen there falls short of the

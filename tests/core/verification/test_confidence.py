@@ -2,6 +2,7 @@
 and the risk–coverage numbers on tiny hand-computed cases."""
 
 import math
+from dataclasses import asdict
 
 import pytest
 
@@ -32,6 +33,29 @@ def test_confidence_is_monotone_in_each_signal_by_its_coefficient_sign():
     assert ranks == sorted(ranks, reverse=True)
     assert cal.predict(_signals()) == pytest.approx(0.5)
     assert cal.predict(_signals(reader_score=1.0)) == pytest.approx(1 / (1 + math.exp(-2.0)))
+
+
+def test_a_signal_beyond_the_fitted_range_is_read_at_its_edge_and_the_file_keeps_the_range(tmp_path):
+    coef = [0.0] * len(SIGNALS)
+    coef[SIGNALS.index("reader_margin")] = 2.0
+    n = len(SIGNALS)
+    cal = Calibrator(list(SIGNALS), [0.0] * n, [1.0] * n, coef, 0.0, low=[-0.5] * n, high=[0.5] * n)
+    edge = 1 / (1 + math.exp(-1.0))  # 2.0 × 0.5
+    assert cal.predict(_signals(reader_margin=0.5)) == pytest.approx(edge)
+    assert cal.predict(_signals(reader_margin=13.0)) == pytest.approx(edge)  # not 1 - 5e-12
+    assert cal.predict(_signals(reader_margin=-9.0)) == pytest.approx(1 - edge)
+    assert cal.predict(_signals(reader_margin=0.25)) == pytest.approx(1 / (1 + math.exp(-0.5)))  # inside: as is
+    fitted = fit([_signals(reader_score=0.1 * i, reader_margin=0.01 * i) for i in range(40)],
+                 [i >= 20 for i in range(40)], target_precision=0.9)
+    k = SIGNALS.index("reader_margin")
+    assert (fitted.low[k], fitted.high[k]) == pytest.approx((0.0, 0.39))
+    path = tmp_path / "cal.json"
+    CalibrationFile({"extractive": fitted}).save(str(path))
+    again = CalibrationFile.load(str(path)).calibrators["extractive"]
+    assert again.high == fitted.high and again.predict(_signals(reader_margin=5.0)) == fitted.predict(
+        _signals(reader_margin=0.39, reader_score=0.0))
+    with pytest.raises(ValueError, match="low and high"):
+        Calibrator.from_dict({**asdict(fitted), "high": None})
 
 
 def test_fitted_combiner_learns_the_direction_of_a_signal_and_chooses_a_bar():
