@@ -27,18 +27,19 @@ _WRONG_HELD = "the reader picks a wrong span (the confidence bar holds it back):
 _VERIFIER = "the lexical verifier refuses the reader's span: "
 _WRONG_SHOWN = "the reader picks a wrong span and the confidence bar lets it through: "
 OFFLINE_LIMITS = {
-    "q01": _WRONG_HELD + "'a monthly' (billing-faq.md) at 0.28",
+    "q01": _WRONG_HELD + "'monthly' (billing-faq.md) at 0.25",
+    "q06": _VERIFIER + "'45', 'Glimmerline Light Strip' only elsewhere in the read documents",
+    "q07": _VERIFIER + "the right '4 hours', but 'gln-hub-200' only elsewhere in the read documents",
     "q10": _VERIFIER + "'three', 'Glow' only elsewhere in the read documents",
-    "q11": _WRONG_SHOWN + "'€14.99 per month' for the annual '$149.90' at 0.83",
-    "q12": _WRONG_HELD + "'3 business days' at 0.30",
-    "q13": _VERIFIER + "'254', the bulb's name only elsewhere in the read documents",
-    "q15": _WRONG_HELD + "'1883' at 0.78",
-    "q16": _WRONG_HELD + "'8080' (a removed port; the answer is only in a code block URL) at 0.57",
-    "q17": _WRONG_HELD + "'five' at 0.34",
-    "q19": _WRONG_HELD + "'cloud sync rejected' (another error's meaning) at 0.55",
+    "q11": _WRONG_SHOWN + "'€14.99' (the monthly price) for the annual '$149.90' at 0.82",
+    "q12": _WRONG_HELD + "'3 business days' at 0.44",
+    "q13": _VERIFIER + "'0 to 254', the bulb's name only elsewhere in the read documents",
+    "q15": _WRONG_HELD + "'1883' at 0.76",
+    "q17": _WRONG_HELD + "'five' at 0.41",
+    "q19": _WRONG_HELD + "'cloud sync rejected' (another error's meaning) at 0.58",
     "q22": _VERIFIER + "'pairing timed out', 'err-5501' only elsewhere in the read documents",
-    "q23": _VERIFIER + "'AAA': 'gln-sw-02' only elsewhere in the read documents",
-    "q31": _WRONG_HELD + "a heading of the glossary at 0.16",
+    "q23": _VERIFIER + "'SKU': 1 of 3 question terms near the answer",
+    "q31": _VERIFIER + "'hub': 2 of 7 question terms near the answer",
 }
 # shown although wrong: the bar is chosen for precision 0.9 on held-out questions, so about one shown answer in ten
 # may be wrong; each one is named here, and any other wrong answer shown fails the corpus test below
