@@ -49,6 +49,8 @@ MINUTES ?= 80
 train: setup
 	$(BIN)/python training/train_reader.py --minutes $(MINUTES) $(RESUME)
 
+# the stages run in order, each starting from the reader in models/ (which the shipped one replaced): make train,
+# make train-more, copy its output into models/, make train-stage3, copy again.
 # the shipped reader's second stage: from stage 1's weights, on the seeded stream after the 52,224 examples stage 1
 # drew (models/spanqa-reader-minilm-l6/README.md); writes .spanqa/training/reader3-out, copy it into models/ by hand
 train-more: setup
