@@ -186,22 +186,26 @@ class ArticleSearch:
     paragraphs of an article a question's retrieval would bring up that do not hold its answer."""
 
     def __init__(self, by_article: dict[str, list[str]]):
-        from components.core.retrieval.bm25 import BM25Okapi, InvertedIndex
         from components.core.text.analysis import Analyzer
 
         self._analyzer, self._paragraphs, self._bm25 = Analyzer(), by_article, {}
-        self._build = lambda paras: BM25Okapi(InvertedIndex.build([self._analyzer(p) for p in paras]))
 
     def terms(self, text: str) -> list[str]:
         return self._analyzer(text)
+
+    def _index(self, article: str):
+        """The article's BM25 scorer, built on first use."""
+        from components.core.retrieval.bm25 import BM25Okapi, InvertedIndex
+
+        if article not in self._bm25:
+            self._bm25[article] = BM25Okapi(InvertedIndex.build([self.terms(p) for p in self._paragraphs[article]]))
+        return self._bm25[article]
 
     def closest_without(self, q: Question, k: int = 3) -> list[str]:
         """Up to ``k`` other paragraphs of ``q``'s article, best BM25 match to its question first, that contain
         none of its answers' texts (an unlabelled copy of the answer would be a wrong no-answer label)."""
         paras = self._paragraphs[q.article]
-        if q.article not in self._bm25:
-            self._bm25[q.article] = self._build(paras)
-        scores = self._bm25[q.article].scores(self.terms(q.question))
+        scores = self._index(q.article).scores(self.terms(q.question))
         answers = [text.lower() for _, text in q.answers]
         out = []
         for i in sorted(range(len(paras)), key=lambda i: (-scores[i], i)):
