@@ -37,6 +37,9 @@ def parse_args(argv=None):
     p.add_argument("--unanswerable-share", type=float, metavar="S",
                    help="with --calibrate: fit the combiner and choose its bar as if this share of the questions had "
                         "no answer in the sources (prior-shift re-weighting; default: the labelled set's own share)")
+    p.add_argument("--resplits", type=int, default=20, metavar="N",
+                   help="with --calibrate: also refit on N other choose/report splits and report the spread of the "
+                        "report half's precision and coverage (default 20; 0: skip)")
     p.add_argument("--calibration-out", metavar="FILE",
                    help="with --calibrate: where to save the fitted confidence combiner (default: the file the "
                         "verifier's `calibration` names)")
@@ -112,6 +115,11 @@ def _check_cli_values(args) -> None:
     check_fraction("run.py", "--target-precision", args.target_precision, optional=True)
     check_fraction("run.py", "--min-confidence", args.min_confidence, optional=True)
     check_fraction("run.py", "--unanswerable-share", args.unanswerable_share, high_open=True, optional=True)
+    if args.resplits < 0:
+        from components.core.errors import SpanQAError
+
+        raise SpanQAError(f"run.py: --resplits is {args.resplits}, but it counts the extra choose/report splits the "
+                          "confidence fit is repeated on: give 0 (none) or more.")
     if args.unanswerable_share == 0:
         from components.core.errors import SpanQAError
 
@@ -291,7 +299,8 @@ def _evaluate(args, kind, runner, out, err) -> int:
 
             summary["calibration"] = evaluate.calibrate(rows, runner)
             summary["confidence_calibration"] = calibrate_confidence(rows, runner, args.eval, args.target_precision,
-                                                                     args.calibration_out, args.unanswerable_share)
+                                                                     args.calibration_out, args.unanswerable_share,
+                                                                     args.resplits)
     summary.update(dataset=args.eval, pipeline=args.pipeline, models=runner.models())
     if args.report:
         from components.evaluation.report import write_report

@@ -110,6 +110,15 @@ def print_summary(console: Console, summary: dict[str, Any]) -> None:
     if cc and cc.get("saved_to"):
         console.print(f"[bold]confidence[/bold] fitted on the choose half, saved to {escape(str(cc['saved_to']))}; "
                       f"min_confidence {cc['min_confidence']:.3f} for target precision {cc['target_precision']}")
+        spread = cc.get("resplits")
+        if spread and spread.get("precision_answered"):
+            pa, ca, c9 = (spread.get(k) or {} for k in ("precision_answered", "coverage_answered",
+                                                        "coverage_at_precision_0.9"))
+            console.print(f"[bold]calibrated[/bold] refit on {spread['splits']} other splits, report half at each "
+                          f"split's bar: precision_answered mean {pa['mean']:.3f} ({pa['min']:.3f}–{pa['max']:.3f}; "
+                          f"≥ {spread['target_precision']} in {spread['at_target']:.0%} of splits)  coverage_answered "
+                          f"mean {ca['mean']:.3f} ({ca['min']:.3f}–{ca['max']:.3f})"
+                          + (f"  coverage_at_precision_0.9 mean {c9['mean']:.3f}" if c9 else ""))
         share = cc.get("report_half_at_share")
         if share and share.get("precision_answered") is not None:
             console.print(f"[bold]calibrated[/bold] refit, report half counted at unanswerable share "

@@ -90,10 +90,44 @@ def fit_calibrator(choose_rows: list[dict], target_precision: float | None, fitt
                           f"(raise or drop --limit) on a SQuAD 2.0 file.") from None
 
 
+RESPLIT_KEYS = ("precision_answered", "coverage_answered", "coverage_at_precision_0.9", "ece")
+
+
+def resplits(rows: list[dict], target_precision: float, splits: int,
+             unanswerable_share: float | None = None) -> dict[str, Any] | None:
+    """How much the report half's numbers owe to the one split: the combiner refitted on the choose half of each of
+    ``splits`` other splits (seeds 1..splits; the shipped one is seed 0) and scored on that split's report half at
+    its own bar. ``{"splits", "per_split": [{seed, metric: value}], metric: {"mean", "min", "max"},
+    "at_target": share of splits whose report-half precision reaches the target}``; None for ``splits`` 0."""
+    if splits <= 0:
+        return None
+    per_split = []
+    for seed in range(1, splits + 1):
+        choose, report = halves(rows, seed)
+        try:
+            cal = fit_calibrator(choose, target_precision, {"half": f"choose (seed {seed})"}, unanswerable_share)
+        except SpanQAError:  # a split whose choose half cannot be fitted: counted, not hidden
+            per_split.append({"seed": seed, "note": "too few answers to fit"})
+            continue
+        m = selective_of(report, cal, cal.min_confidence)
+        per_split.append({"seed": seed, **{k: m.get(k) for k in RESPLIT_KEYS}})
+    out: dict[str, Any] = {"splits": splits, "target_precision": target_precision, "per_split": per_split}
+    for key in RESPLIT_KEYS:
+        values = [s[key] for s in per_split if isinstance(s.get(key), (int, float))]
+        if values:
+            out[key] = {"mean": round(sum(values) / len(values), 4), "min": round(min(values), 4),
+                        "max": round(max(values), 4), "n": len(values)}
+    precisions = [s["precision_answered"] for s in per_split if isinstance(s.get("precision_answered"), (int, float))]
+    out["at_target"] = round(sum(p >= target_precision for p in precisions) / len(precisions), 4) if precisions else None
+    return out
+
+
 def calibrate_confidence(rows: list[dict], runner, dataset: str, target_precision: float | None,
-                         out_path: str | None, unanswerable_share: float | None = None) -> dict[str, Any]:
+                         out_path: str | None, unanswerable_share: float | None = None,
+                         splits: int = 20) -> dict[str, Any]:
     """Fit on the choose half, save to ``out_path`` (default: the file the verifier names), report the other half
-    (as sampled, and at ``unanswerable_share`` when given)."""
+    (as sampled, and at ``unanswerable_share`` when given), and the spread of the report half's numbers over
+    ``splits`` other choose/report splits (``resplits``)."""
     verifier = runner.pipeline.get_component(runner.verifier) if runner.verifier else None
     if verifier is None:
         raise SpanQAError("--calibrate: the pipeline has no VerifierRouter, whose answers confidence is about.")
@@ -121,4 +155,5 @@ def calibrate_confidence(rows: list[dict], runner, dataset: str, target_precisio
         "report_half": selective_of(report, cal, cal.min_confidence),
         "choose_half": selective_of(choose, cal, cal.min_confidence),
         "report_half_at_share": at_share(report, cal, unanswerable_share),
+        "resplits": resplits(rows, target, splits, unanswerable_share),
     }

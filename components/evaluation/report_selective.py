@@ -70,5 +70,13 @@ def section(summary: Mapping, image, fmt) -> list:
     blocks = [("text", "Precision of what is said against how much is answered; confidence is the calibrated "
                        "probability that an answer is right (README, Confidence)."),
               ("table", ["metric", *curves], rows)]
+    spread = (summary.get("confidence_calibration") or {}).get("resplits") or {}
+    if spread.get("precision_answered"):
+        blocks.append(("table", ["refit on each of " + str(spread["splits"]) + " other splits, report half at its bar",
+                                 "mean", "min", "max"],
+                       [[key, fmt(spread[key]["mean"]), fmt(spread[key]["min"]), fmt(spread[key]["max"])]
+                        for key in ("precision_answered", "coverage_answered", "coverage_at_precision_0.9", "ece")
+                        if spread.get(key)]
+                       + [[f"splits with precision ≥ {spread['target_precision']}", fmt(spread["at_target"]), "", ""]]))
     blocks += image("risk_coverage", "precision vs coverage") + image("reliability", "reliability diagram")
     return [("Answers you can trust", blocks)]

@@ -33,3 +33,10 @@ def test_unanswerable_share_outside_zero_to_one_is_one_paragraph(tmp_path):
                                "-q", Q], cwd=ROOT, capture_output=True, text=True, timeout=300)
         assert proc.returncode != 0 and "Traceback" not in proc.stderr
         assert says in " ".join(proc.stderr.split()), proc.stderr
+
+
+def test_negative_resplits_is_one_paragraph():
+    proc = subprocess.run([sys.executable, "run.py", "pipelines/extractive.yaml", "--resplits", "-1", "-q", Q],
+                          cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert proc.returncode != 0 and "Traceback" not in proc.stderr
+    assert "--resplits is -1, but it counts the extra choose/report splits" in " ".join(proc.stderr.split())

@@ -177,3 +177,18 @@ def test_score_plot_marks_the_threshold():
 def test_fmt():
     assert fmt(None) == "–" and fmt(3) == "3" and fmt(np.int64(4)) == "4"
     assert fmt(0.12345) == "0.123" and fmt(np.float32(0.5)) == "0.500" and fmt(True) == "True"
+
+
+def test_the_resplit_spread_is_a_table_beside_the_risk_coverage_numbers(tmp_path):
+    from components.evaluation.selective import summary as selective_summary
+
+    s = dict(full_summary(), selective={"all": selective_summary([0.9, 0.8, 0.3], [True, True, False], 4)})
+    s["confidence_calibration"] = {"resplits": {
+        "splits": 2, "target_precision": 0.9, "at_target": 0.5,
+        "precision_answered": {"mean": 0.875, "min": 0.85, "max": 0.9, "n": 2},
+        "coverage_answered": {"mean": 0.3, "min": 0.25, "max": 0.35, "n": 2}}}
+    md = write_report(tmp_path, s)["markdown"].read_text(encoding="utf-8")
+    assert "| refit on each of 2 other splits, report half at its bar | mean | min | max |" in md
+    assert "| precision_answered | 0.875 | 0.850 | 0.900 |" in md
+    assert "| coverage_answered | 0.300 | 0.250 | 0.350 |" in md
+    assert "| splits with precision ≥ 0.9 | 0.500 |  |  |" in md

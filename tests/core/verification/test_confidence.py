@@ -193,6 +193,31 @@ def test_calibration_never_reads_the_reported_half():
     assert cal.fitted_on["size"] == len(choose) and cal.coef[SIGNALS.index("reader_score")] > 0
 
 
+def test_resplits_refit_each_other_split_and_report_its_report_half_at_its_own_bar():
+    # right when reader_score >= 0.5, with a noisy middle: each split's bar and numbers differ a little
+    rows = [{"id": f"q{i}", "supported": i % 7 != 0, "signals": _signals(reader_score=(i * 37 % 100) / 100),
+             "answer_correct": (i * 37 % 100) >= 50 or i % 9 == 0, "confidence": None} for i in range(300)]
+    spread = confidence_eval.resplits(rows, 0.9, 3)
+    assert [s["seed"] for s in spread["per_split"]] == [1, 2, 3] and spread["splits"] == 3
+    # split 2 recomputed by hand: fit on its choose half, score its report half at that fit's bar
+    choose, report = confidence_eval.halves(rows, 2)
+    assert {r["id"] for r in choose} != {r["id"] for r in confidence_eval.halves(rows)[0]}  # not the shipped split
+    cal = confidence_eval.fit_calibrator(choose, 0.9, {})
+    kept = [r for r in report if r["supported"] and cal.predict(r["signals"]) >= cal.min_confidence]
+    assert spread["per_split"][1]["precision_answered"] == pytest.approx(
+        sum(r["answer_correct"] for r in kept) / len(kept))
+    assert spread["per_split"][1]["coverage_answered"] == pytest.approx(len(kept) / len(report))
+    values = [s["precision_answered"] for s in spread["per_split"]]
+    assert spread["precision_answered"]["mean"] == pytest.approx(sum(values) / 3, abs=1e-4)
+    assert spread["precision_answered"]["min"] == pytest.approx(min(values), abs=1e-4)
+    assert spread["at_target"] == pytest.approx(sum(v >= 0.9 for v in values) / 3, abs=1e-4)
+    assert confidence_eval.resplits(rows, 0.9, 0) is None
+    # a split whose choose half holds no wrong answer cannot be fitted: it is listed, not dropped
+    all_right = [dict(r, answer_correct=True) for r in rows[:40]]
+    assert confidence_eval.resplits(all_right, 0.9, 2)["per_split"] == [
+        {"seed": 1, "note": "too few answers to fit"}, {"seed": 2, "note": "too few answers to fit"}]
+
+
 def test_calibration_file_keeps_one_combiner_per_kind(tmp_path):
     path = tmp_path / "c.json"
     CalibrationFile({"extractive": _calibrator([0.0] * len(SIGNALS))}).save(path)
