@@ -114,7 +114,8 @@ def print_summary(console: Console, summary: dict[str, Any]) -> None:
         if spread and spread.get("precision_answered"):
             pa, ca, c9 = (spread.get(k) or {} for k in ("precision_answered", "coverage_answered",
                                                         "coverage_at_precision_0.9"))
-            console.print(f"[bold]calibrated[/bold] refit on {spread['splits']} other splits, report half at each "
+            fitted = "" if pa.get("n") == spread["splits"] else f" ({pa.get('n')} could be fitted)"
+            console.print(f"[bold]calibrated[/bold] refit on {spread['splits']} other splits{fitted}, report half at each "
                           f"split's bar: precision_answered mean {pa['mean']:.3f} ({pa['min']:.3f}–{pa['max']:.3f}; "
                           f"≥ {spread['target_precision']} in {spread['at_target']:.0%} of splits)  coverage_answered "
                           f"mean {ca['mean']:.3f} ({ca['min']:.3f}–{ca['max']:.3f})"

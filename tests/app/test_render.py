@@ -36,3 +36,22 @@ def test_not_found_prints_no_span():
               "spans": []}
     out = _render(result, SourceDocument("d", "text"))
     assert "A: not found in the source  (NOT_FOUND: no_candidates)" in out and "see also" not in out
+
+
+def test_the_resplit_spread_line_says_how_many_splits_could_be_fitted():
+    from rich.console import Console
+
+    from components.app.render import print_summary
+
+    def line(n):
+        console = Console(width=400, record=True)
+        print_summary(console, {"confidence_calibration": {
+            "saved_to": "cal.json", "min_confidence": 0.759, "target_precision": 0.9,
+            "resplits": {"splits": 20, "target_precision": 0.9, "at_target": 0.5,
+                         "precision_answered": {"mean": 0.903, "min": 0.864, "max": 0.934, "n": n},
+                         "coverage_answered": {"mean": 0.389, "min": 0.228, "max": 0.468, "n": n}}}})
+        return console.export_text()
+
+    assert ("refit on 20 other splits, report half at each split's bar: precision_answered mean 0.903 "
+            "(0.864–0.934; ≥ 0.9 in 50% of splits)  coverage_answered mean 0.389 (0.228–0.468)") in line(20)
+    assert "refit on 20 other splits (18 could be fitted)," in line(18)
