@@ -38,6 +38,9 @@ def test_fp32_key_is_the_key_indexes_had_before_the_setting_existed():
     before = asdict(int8)  # an int8 index of torch's dynamic quantisation (no scheme named) is not this scheme's
     del before["context_model"]
     assert int8.key() != hashlib.sha256(json.dumps(before, sort_keys=True).encode()).hexdigest()[:16]
+    before["int8_scheme"] = "per-token"  # nor one of the scheme that quantised every layer, narrowing ones too
+    assert int8.key() != hashlib.sha256(json.dumps(before, sort_keys=True).encode()).hexdigest()[:16]
+    assert {**int8.identity(), "int8_scheme": "per-token"} == before  # (that was that scheme's key, exactly)
     assert IndexSettings(embedding_model="m", context_notes="none").key() != s.key()
     assert IndexSettings(embedding_model="m", context_notes="generator", context_model="local:x:48").key() != s.key()
 

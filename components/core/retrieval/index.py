@@ -22,13 +22,13 @@ from components.core.text.analysis import Analyzer
 from components.core.retrieval.bm25 import InvertedIndex
 from components.core.retrieval.loaders import SourceDocument
 from components.core.documents.layout import heading_breaks, situating_note
+from components.core.backends.int8 import INT8_SCHEME
 from components.core.text.splitting import TABLE, chunk_units, split_blocks, split_units
 
 if TYPE_CHECKING:
     from components.core.retrieval.index_files import EmbeddingCache
 
 Embedder = Callable[[list[str]], np.ndarray]
-INT8_SCHEME = "per-token"  # core/backends/int8.py; indexes built with torch's dynamic quantisation had none
 
 
 @dataclass(frozen=True)
