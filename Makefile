@@ -69,8 +69,8 @@ train-stage4: setup
 	$(BIN)/python training/train_reader.py --init models/spanqa-reader-minilm-l6 --skip 172800 --minutes 75 --lr 3e-5 \
 		--hard-negatives --out .spanqa/training/reader5-out --work .spanqa/training/reader5 $(RESUME)
 
-# the fifth stage: from stage 4's weights, after the 233,216 examples stages 1-4 drew, stage 4's recipe with bfloat16
-# autocast (1.5x the examples a minute here); writes .spanqa/training/reader6-out, copy it into models/ if it ships
+# a fifth stage: from stage 4's weights, after the 233,216 examples stages 1-4 drew, stage 4's recipe with bfloat16
+# autocast; writes .spanqa/training/reader6-out. Measured and not shipped (the model card): it did not beat stage 4
 train-stage5: setup
 	$(BIN)/python training/train_reader.py --init models/spanqa-reader-minilm-l6 --skip 233216 --minutes 70 --lr 3e-5 \
 		--hard-negatives --bf16 --out .spanqa/training/reader6-out --work .spanqa/training/reader6 $(RESUME)
