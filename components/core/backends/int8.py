@@ -14,7 +14,8 @@ Why the narrowing layers stay fp32: measured layer by layer on 1,000 questions o
 fp32 speed; the heads and the last layer in fp32 changed nothing (97.0–97.3 %), the first layer little (97.4 %);
 the six feed-forward down-projections in fp32 kept **98.4 %** at 1.32× — the error is in the wide activation
 those layers read (a known trait of BERT-style models: its outliers sit there), not in depth. Slicing that input
-into groups with their own scales kept less and was slower than fp32 here; SmoothQuant-style smoothing helped
+into groups with their own scales (earlier rounds) kept fewer spans than fp32 there and took longer than fp32 itself;
+SmoothQuant-style smoothing helped
 dynamic quantisation less and per-token scales not at all, and needed a calibration file per model. The rule
 reads only layer shapes, so every model (reader, ranker, embedder, hub or ours) quantises the same way.
 The numbers: ``docs/performance.md``.

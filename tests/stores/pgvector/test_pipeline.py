@@ -14,6 +14,7 @@ from components.app.pipeline_io import load_pipeline
 from components.app.runner import QueryRunner, public
 
 ROOT = Path(__file__).resolve().parents[3]
+DEV = ROOT.parent / "shared" / "data" / "squad2" / "dev-computational-complexity.json"
 QUESTIONS = [json.loads(x)["question"] for x in (ROOT / "data/questions.jsonl").read_text().splitlines() if x]
 
 
@@ -83,12 +84,13 @@ def test_demo_questions_answer_the_same_through_postgres(runners):
         _assert_same(pg.ask(question), mem.ask(question), question)
 
 
+@pytest.mark.skipif(not DEV.exists(), reason="needs ../shared/data/squad2 (the development article) beside the clone")
 def test_eval_runs_unchanged_on_postgres(pg_dsn, tmp_path):
     """--eval on a SQuAD file through the PostgreSQL store: the same metrics as in memory."""
     summaries = []
     for name in ("extractive", "extractive-postgres"):
         cmd = [sys.executable, "run.py", f"pipelines/{name}.yaml", "--eval",
-               "../shared/data/squad2/dev-computational-complexity.json", "--limit", "6", "--json",
+               str(DEV), "--limit", "6", "--json",
                "--cache-dir", str(tmp_path / "cache")]
         done = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=900)
         assert done.returncode == 0, done.stderr[-2000:]
