@@ -9,10 +9,18 @@ stand-ins built here with random seeded weights (no download): a roberta-base-sh
 and a MiniLM-L6-shaped cross-encoder, plus the real packaged all-MiniLM-L6-v2 embedder for both. The corpus is
 the SQuAD article in ../shared/data/squad2 (each paragraph a document); questions are its first N.
 
+``--ranker offline`` measures what runs offline instead, with no random weights left: ours keeps the shipped ranker
+section (the cross-encoder cannot be found with ``HF_HUB_OFFLINE=1``, so its named fallback serves — the fused order,
+the cosine bar), stock Haystack reads the fused top 5 (DocumentJoiner ``top_k=5``, no ranker); give ``--qa-model
+spanqa/reader-minilm-l6-squad2`` and both read with the trained reader, so int8 agreement measures int8 itself.
+
 Prints p50/p95 seconds of each, the ratio ours/stock (< 1: ours faster), for fp32 and for ``precision: int8``
-(ours), the share of identical answers and of identical re-ranked top 5 int8 vs fp32, the tokens the reader was sent, and the load average.
+(ours), the share of identical answers and of identical re-ranked top 5 int8 vs fp32, what each answers and how much
+of it is right (``answer_correct``, the label precision is counted with; the article's unanswerable questions
+count against any answer), the tokens the reader was sent, and the load average.
 
     python benchmarks/e2e_latency.py [--questions 40] [--passes 2] [--qa-model spanqa/reader-minilm-l6-squad2]
+                                     [--ranker stand-in|offline]
 """
 
 from __future__ import annotations
@@ -32,7 +40,9 @@ sys.path.insert(0, str(ROOT))
 SQUAD = ROOT.parent / "shared" / "data" / "squad2" / "dev-computational-complexity.json"
 
 
-def stock_pipeline(paragraphs, embedder_dir: str, ce_dir: str, qa_dir: str):
+def stock_pipeline(paragraphs, embedder_dir: str, ce_dir: str | None, qa_dir: str):
+    """Stock Haystack 3's extractive QA; with ``ce_dir`` None there is no ranker and the reader reads the fused
+    top 5 (what a stock pipeline without a cross-encoder does)."""
     from haystack import Document, Pipeline
     from haystack.components.joiners import DocumentJoiner
     from haystack.components.retrievers.in_memory import InMemoryBM25Retriever, InMemoryEmbeddingRetriever
@@ -53,25 +63,31 @@ def stock_pipeline(paragraphs, embedder_dir: str, ce_dir: str, qa_dir: str):
     p.add_component("text_embedder", SentenceTransformersTextEmbedder(model=embedder_dir, progress_bar=False))
     p.add_component("bm25", InMemoryBM25Retriever(store, top_k=20))
     p.add_component("dense", InMemoryEmbeddingRetriever(store, top_k=20))
-    p.add_component("joiner", DocumentJoiner(join_mode="reciprocal_rank_fusion"))
-    p.add_component("ranker", SentenceTransformersSimilarityRanker(model=ce_dir, top_k=5))
+    p.add_component("joiner", DocumentJoiner(join_mode="reciprocal_rank_fusion", top_k=None if ce_dir else 5))
     p.add_component("reader", TransformersExtractiveReader(model=qa_dir, top_k=5))
     p.connect("text_embedder.embedding", "dense.query_embedding")
     p.connect("bm25", "joiner")
     p.connect("dense", "joiner")
-    p.connect("joiner", "ranker")
-    p.connect("ranker", "reader")
+    if ce_dir:
+        p.add_component("ranker", SentenceTransformersSimilarityRanker(model=ce_dir, top_k=5))
+        p.connect("joiner", "ranker")
+        p.connect("ranker", "reader")
+    else:
+        p.connect("joiner", "reader")
     p.warm_up()
 
     def ask(q: str):
-        out = p.run({"text_embedder": {"text": q}, "bm25": {"query": q}, "ranker": {"query": q}, "reader": {"query": q}})
-        best = next((a for a in out["reader"]["answers"] if a.data), None)
-        return best.data if best else None
+        inputs = {"text_embedder": {"text": q}, "bm25": {"query": q}, "reader": {"query": q}}
+        if ce_dir:
+            inputs["ranker"] = {"query": q}
+        out = p.run(inputs)
+        ranked = out["reader"]["answers"]  # best first; the reader's no-answer (data None) is one of them
+        return ranked[0].data if ranked else None
 
     return ask
 
 
-def our_runner(tmp: Path, ce_dir: str, qa_dir: str, precision: str):
+def our_runner(tmp: Path, ce_dir: str | None, qa_dir: str, precision: str):
     import yaml
 
     from components.app.pipeline_io import load_pipeline
@@ -79,7 +95,8 @@ def our_runner(tmp: Path, ce_dir: str, qa_dir: str, precision: str):
 
     spec = yaml.safe_load((ROOT / "pipelines/extractive.yaml").read_text())
     comps = spec["components"]
-    comps["ranker"]["init_parameters"].update(model=ce_dir, precision=precision)
+    # ce_dir None: the shipped ranker section as it is (offline its named fallback serves, announced)
+    comps["ranker"]["init_parameters"].update(precision=precision, **({"model": ce_dir} if ce_dir else {}))
     comps["reader"]["init_parameters"].update(model=qa_dir, precision=precision)
     # the embedder stays fp32: int8 query vectors would need an int8 index and change what is retrieved
     # (benchmarks/indexing_speed.py measures that profile and its retrieval agreement)
@@ -123,14 +140,21 @@ def main() -> int:
     ap.add_argument("--passes", type=int, default=2)
     ap.add_argument("--qa-model", default=None, help="QA model id or directory for both pipelines (default: the "
                     "random roberta-base-shaped stand-in; 'spanqa/reader-minilm-l6-squad2' is our trained reader)")
+    ap.add_argument("--ranker", choices=("stand-in", "offline"), default="stand-in",
+                    help="stand-in: both pipelines re-rank with a random MiniLM-shaped cross-encoder (speed); offline: "
+                    "ours as shipped offline (the ranker's named fallback), stock without a ranker (fused top 5)")
     args = ap.parse_args()
+    if args.ranker == "offline":
+        os.environ["HF_HUB_OFFLINE"] = "1"  # the cross-encoder is never fetched: what a machine without the hub runs
     import torch
 
     from components.core.retrieval.loaders import iter_squad
     from tests.standins import build_cross_encoder, build_full_size_qa_model, minilm_dir
 
     data = json.loads(SQUAD.read_text())
-    questions = [qa["question"] for a in data["data"] for p in a["paragraphs"] for qa in p["qas"]][: args.questions]
+    qas = [qa for a in data["data"] for p in a["paragraphs"] for qa in p["qas"]][: args.questions]
+    questions = [qa["question"] for qa in qas]
+    golds = {qa["question"]: ([a["text"] for a in qa["answers"]], not qa.get("is_impossible", False)) for qa in qas}
     paragraphs = [(doc_id, context) for doc_id, _, context, _ in iter_squad(SQUAD)]
     tmp = Path(tempfile.mkdtemp(prefix="spanqa-e2e-"))
     if args.qa_model:
@@ -139,15 +163,21 @@ def main() -> int:
         qa_dir = resolve_model(args.qa_model).path
     else:
         qa_dir = build_full_size_qa_model(tmp / "qa")
-    ce_dir = build_cross_encoder(tmp / "ce", hidden=384, layers=6, heads=12, intermediate=1536)
-    print(f"QA model {args.qa_model or 'roberta-base-shaped stand-in'}; cross-encoder: MiniLM-L6-shaped stand-in")
+    if args.ranker == "offline":
+        ce_dir = None
+        ranker_said = "none (ours: the shipped offline fallback; stock: the fused top 5)"
+    else:
+        ce_dir = str(build_cross_encoder(tmp / "ce", hidden=384, layers=6, heads=12, intermediate=1536))
+        ranker_said = "MiniLM-L6-shaped stand-in"
+    print(f"QA model {args.qa_model or 'roberta-base-shaped stand-in'}; cross-encoder: {ranker_said}")
     print(f"{len(questions)} questions, {len(paragraphs)} paragraphs; torch threads {torch.get_num_threads()}; "
           f"load average {os.getloadavg()[0]:.2f}", flush=True)
 
-    stock = stock_pipeline(paragraphs, str(minilm_dir()), str(ce_dir), str(qa_dir))
-    ours = {p: our_runner(tmp, str(ce_dir), str(qa_dir), p) for p in ("fp32", "int8")}
+    stock = stock_pipeline(paragraphs, str(minilm_dir()), ce_dir, str(qa_dir))
+    ours = {p: our_runner(tmp, ce_dir, str(qa_dir), p) for p in ("fp32", "int8")}
     times = {"stock": [], "fp32": [], "int8": []}
     answers = {"fp32": {}, "int8": {}}
+    shown = {"stock": {}, "fp32": {}, "int8": {}}  # the answer each pipeline gives a user (None: NOT_FOUND)
     top5 = {"fp32": {}, "int8": {}}
     tokens = []
     for n in range(args.passes):
@@ -156,9 +186,10 @@ def main() -> int:
             for who in order:
                 start = time.perf_counter()
                 if who == "stock":
-                    stock(q)
+                    shown["stock"][q] = stock(q)
                 else:
                     r = ours[who].ask(q)
+                    shown[who][q] = r["answer"]
                     answers[who][q] = (r["answer"], r["verdict"], json.dumps(r["spans"][:1]))
                     top5[who][q] = r.get("_stages", {}).get("reranked", [])[:5]
                     if who == "fp32" and n == 0:
@@ -176,9 +207,17 @@ def main() -> int:
           f"(target ≤ 0.25); p95: fp32 {p95['fp32'] / p95['stock']:.2f}, int8 {p95['int8'] / p95['stock']:.2f}")
     print(f"int8 vs fp32: {same:.1%} identical (answer, verdict, span) (target ≥ 98 %); re-ranked top 5: same "
           f"documents {same_set:.1%}, same order {same_top:.1%}")
-    gap, move = int8_noise(ce_dir, questions[:10], [text for _, text in paragraphs])
-    print(f"stand-in cross-encoder, 20 paragraphs a question: median gap between neighbouring fp32 scores {gap:.5f}, "
-          f"median |int8 - fp32| {move:.5f} (int8 moves a score {move / gap:.1f}x the gap that orders it)")
+    from components.evaluation.metrics import answer_correct
+
+    for who, given in shown.items():
+        said = [q for q in questions if given[q] is not None]
+        right = sum(answer_correct(given[q], *golds[q]) for q in said)
+        print(f"{who:6} answers {len(said)} of {len(questions)} (coverage {len(said) / len(questions):.2f}), "
+              f"{right} right (precision {right / len(said) if said else float('nan'):.2f})")
+    if ce_dir:
+        gap, move = int8_noise(ce_dir, questions[:10], [text for _, text in paragraphs])
+        print(f"stand-in cross-encoder, 20 paragraphs a question: median gap between neighbouring fp32 scores "
+              f"{gap:.5f}, median |int8 - fp32| {move:.5f} (int8 moves a score {move / gap:.1f}x the gap that orders it)")
     sent, full = sum(t for t, _ in tokens), sum(f for _, f in tokens)
     print(f"reader tokens per question: span path {sent / len(tokens):.0f}, full-document path {full / len(tokens):.0f} "
           f"(ratio {sent / full:.2f})")
