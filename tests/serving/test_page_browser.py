@@ -136,5 +136,5 @@ def test_a_pdf_answer_shows_its_rendered_page_with_the_highlight(server, browser
         return n;""", image)
     assert yellow > 200
 
-    _ask(browser, "What is the refund window for annual plans?", 2)
+    _ask(browser, ANSWERABLE, 2)
     assert not browser.find_element(By.ID, "page-box").is_displayed()
