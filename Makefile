@@ -11,7 +11,7 @@ export TOKENIZERS_PARALLELISM ?= false
 PIPELINE   ?= pipelines/extractive.yaml
 SERVE_ARGS ?=
 
-.PHONY: setup demo test check train train-more train-stage3 train-stage4 train-stage5 train-stage5-plain heldout calibrate bench serve bench-serve eval targets clean
+.PHONY: setup demo test check train train-more train-stage3 train-stage4 train-stage5 train-stage5-plain average-stages heldout calibrate bench serve bench-serve eval targets clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -83,6 +83,19 @@ train-stage5: setup
 train-stage5-plain: setup
 	$(BIN)/python training/train_reader.py --init models/spanqa-reader-minilm-l6 --skip 233216 --minutes 70 --lr 3e-5 \
 		--hard-negatives --bf16 --out .spanqa/training/reader6-out --work .spanqa/training/reader6 $(RESUME)
+
+# the shipped reader: the mean of stage 4's and stage 5's weights (training/average.py), each taken from the commit
+# that shipped it; writes .spanqa/training/average-out, copy it into models/ (models/spanqa-reader-minilm-l6/README.md)
+STAGE4_COMMIT ?= 7a0009d
+STAGE5_COMMIT ?= 153bec0
+average-stages: setup
+	@for stage in 4:$(STAGE4_COMMIT) 5:$(STAGE5_COMMIT); do \
+		n=$${stage%%:*}; commit=$${stage#*:}; mkdir -p .spanqa/training/stage$$n; \
+		for f in model.safetensors config.json tokenizer.json tokenizer_config.json training.json; do \
+			git show $$commit:models/spanqa-reader-minilm-l6/$$f > .spanqa/training/stage$$n/$$f || exit 1; \
+		done; \
+	done
+	$(BIN)/python training/average.py --out .spanqa/training/average-out .spanqa/training/stage4 .spanqa/training/stage5
 
 # the held-out training articles as a SQuAD file (all 1,731 questions, ~7 min end to end here; N: a stratified N of
 # them), and the confidence combiner fitted on them; UNANSWERABLE_SHARE=0.5 fits it as if half of the

@@ -17,7 +17,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 # answered from refund-policy.md by the shipped offline reader (the demo's "refund window" question is one its
-# no-answer wins since stage 5: tests/test_demo_questions.py)
+# no-answer won with stage 5 and the bar holds back with the shipped reader: tests/test_demo_questions.py)
 ANSWERABLE = "How long after an annual plan renews can I still ask for a full refund?"
 UNANSWERABLE = "How much does the Glow plan cost per month in Japanese yen?"
 
