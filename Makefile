@@ -97,7 +97,7 @@ average-stages: setup
 	done
 	$(BIN)/python training/average.py --out .spanqa/training/average-out .spanqa/training/stage4 .spanqa/training/stage5
 
-# the held-out training articles as a SQuAD file (all 1,731 questions, ~7 min end to end here; N: a stratified N of
+# the held-out training articles as a SQuAD file (all 1,731 questions, ~14 min end to end here; N: a stratified N of
 # them), and the confidence combiner fitted on them; UNANSWERABLE_SHARE=0.5 fits it as if half of the
 # questions asked had no answer (docs/confidence.md: measured, not the shipped default)
 HELDOUT_QUESTIONS ?= 0
