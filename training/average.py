@@ -14,11 +14,12 @@ Which average ships is chosen like any stage: on held-out training articles (tra
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import shutil
 import sys
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # the project's components, run from anywhere
 
 WEIGHTS = "model.safetensors"
 COPIED = ("config.json", "tokenizer.json", "tokenizer_config.json")
@@ -63,17 +64,11 @@ def average_state_dicts(dicts: list[dict], weights: list[float]) -> dict:
     return out
 
 
-def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
-
-
 def average(inputs: list[tuple[Path, float]], out: Path, command: str) -> dict:
     """Write the weighted mean of the readers in ``inputs`` to ``out``; returns its ``training.json`` record."""
     from safetensors.torch import load_file, save_file
+
+    from components.core.retrieval.index_files import file_sha256
 
     for path, _ in inputs:
         if not (path / WEIGHTS).exists():
@@ -90,7 +85,7 @@ def average(inputs: list[tuple[Path, float]], out: Path, command: str) -> dict:
     for path, weight in inputs:
         card = path / "training.json"
         info = json.loads(card.read_text(encoding="utf-8")) if card.exists() else {}
-        records.append({"path": str(path), "weight": round(weight / total, 6), "sha256": _sha256(path / WEIGHTS),
+        records.append({"path": str(path), "weight": round(weight / total, 6), "sha256": file_sha256(path / WEIGHTS),
                         "command": info.get("command"), "examples_seen": info.get("examples_seen")})
     last = path / "training.json"
     info = {"command": command, "average_of": records, "examples_seen": 0, "minutes": 0.0, "curve": [],

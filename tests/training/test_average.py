@@ -77,3 +77,28 @@ def test_a_directory_without_weights_is_a_one_line_error(tmp_path, capsys):
     err = capsys.readouterr().err
     assert "missing has no model.safetensors" in err and "Traceback" not in err
     assert not (tmp_path / "out").exists()
+
+
+def test_the_shipped_reader_is_the_mean_of_the_stages_the_makefile_names(tmp_path):
+    """`make average-stages` reproduces models/spanqa-reader-minilm-l6 exactly from the two commits it names."""
+    import re
+    import subprocess
+
+    commits = dict(re.findall(r"^STAGE(\d)_COMMIT \?= (\w+)$", (ROOT / "Makefile").read_text(), re.M))
+    assert set(commits) == {"4", "5"}
+    inputs = []
+    for n in ("4", "5"):
+        stage = tmp_path / f"stage{n}"
+        stage.mkdir()
+        for name in ("model.safetensors", *average.COPIED):
+            shown = subprocess.run(["git", "show", f"{commits[n]}:models/spanqa-reader-minilm-l6/{name}"], cwd=ROOT,
+                                   capture_output=True)
+            if shown.returncode != 0:
+                pytest.skip(f"git history without {commits[n]} (a shallow clone or an export)")
+            (stage / name).write_bytes(shown.stdout)
+        inputs.append((stage, 1.0))
+    average.average(inputs, tmp_path / "out", "test")
+    made = load_file(str(tmp_path / "out" / "model.safetensors"))
+    shipped = load_file(str(ROOT / "models" / "spanqa-reader-minilm-l6" / "model.safetensors"))
+    assert made.keys() == shipped.keys()
+    assert all(torch.equal(made[k], shipped[k]) for k in shipped)
