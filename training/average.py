@@ -74,6 +74,12 @@ def average(inputs: list[tuple[Path, float]], out: Path, command: str) -> dict:
         if not (path / WEIGHTS).exists():
             raise AverageError(f"training/average.py: {path} has no {WEIGHTS}; give reader directories "
                                "(an --out of training/train_reader.py, or models/spanqa-reader-minilm-l6).")
+    configs = [json.loads((path / "config.json").read_text(encoding="utf-8")) if (path / "config.json").exists()
+               else None for path, _ in inputs]
+    for (path, _), config in zip(inputs[1:], configs[1:]):
+        if config != configs[0]:
+            raise AverageError(f"training/average.py: {path}/config.json differs from {inputs[0][0]}/config.json: "
+                               "only readers of one architecture and vocabulary can be averaged.")
     dicts = [load_file(str(path / WEIGHTS)) for path, _ in inputs]
     mean = average_state_dicts(dicts, [w for _, w in inputs])
     out.mkdir(parents=True, exist_ok=True)
@@ -87,7 +93,7 @@ def average(inputs: list[tuple[Path, float]], out: Path, command: str) -> dict:
         info = json.loads(card.read_text(encoding="utf-8")) if card.exists() else {}
         records.append({"path": str(path), "weight": round(weight / total, 6), "sha256": file_sha256(path / WEIGHTS),
                         "command": info.get("command"), "examples_seen": info.get("examples_seen")})
-    last = path / "training.json"
+    last = inputs[-1][0] / "training.json"
     info = {"command": command, "average_of": records, "examples_seen": 0, "minutes": 0.0, "curve": [],
             "previous_stage": json.loads(last.read_text(encoding="utf-8")) if last.exists() else None}
     (out / "training.json").write_text(json.dumps(info, indent=2) + "\n", encoding="utf-8")

@@ -17,11 +17,12 @@ sys.path.insert(0, str(ROOT / "training"))
 import average  # noqa: E402
 
 
-def _reader(path: Path, tensors: dict, record: dict | None) -> Path:
+def _reader(path: Path, tensors: dict, record: dict | None, config: str = "bert") -> Path:
     path.mkdir(parents=True)
     save_file(tensors, str(path / "model.safetensors"))
     for name in average.COPIED:
         (path / name).write_text(f'{{"from": "{path.name}"}}')
+    (path / "config.json").write_text(json.dumps({"model_type": config}))
     if record is not None:
         (path / "training.json").write_text(json.dumps(record))
     return path
@@ -63,12 +64,20 @@ def test_average_writes_the_mean_and_a_record_that_names_its_inputs(tmp_path):
     out = tmp_path / "out"
     assert average.main(["--out", str(out), str(old), f"{new}:3"]) == 0
     assert load_file(str(out / "model.safetensors"))["w"].tolist() == [3.0, 2.0]
-    assert json.loads((out / "config.json").read_text()) == {"from": "old"}
+    assert json.loads((out / "tokenizer.json").read_text()) == {"from": "old"}
     info = json.loads((out / "training.json").read_text())
     assert [(r["command"], r["weight"]) for r in info["average_of"]] == [("train old", 0.25), ("train new", 0.75)]
     assert all(len(r["sha256"]) == 64 for r in info["average_of"])
     assert info["previous_stage"]["command"] == "train new"  # the learning curve's chain goes on from the last input
     assert info["examples_seen"] == 0 and info["command"].startswith("python training/average.py --out")
+
+
+def test_readers_with_other_configs_are_refused(tmp_path):
+    a = _reader(tmp_path / "a", {"w": torch.zeros(2)}, None)
+    b = _reader(tmp_path / "b", {"w": torch.zeros(2)}, None, config="roberta")
+    with pytest.raises(average.AverageError, match="b/config.json differs from .*a/config.json"):
+        average.average([(a, 1.0), (b, 1.0)], tmp_path / "out", "test")
+    assert not (tmp_path / "out").exists()
 
 
 def test_a_directory_without_weights_is_a_one_line_error(tmp_path, capsys):
