@@ -217,7 +217,8 @@ def main() -> int:
     if ce_dir:
         gap, move = int8_noise(ce_dir, questions[:10], [text for _, text in paragraphs])
         print(f"stand-in cross-encoder, 20 paragraphs a question: median gap between neighbouring fp32 scores "
-              f"{gap:.5f}, median |int8 - fp32| {move:.5f} (int8 moves a score {move / gap:.1f}x the gap that orders it)")
+              f"{gap:.5f}, median |int8 - fp32| {move:.5f} "
+              f"(int8 moves a score {move / gap:.1f}x the gap that orders it)")
     sent, full = sum(t for t, _ in tokens), sum(f for _, f in tokens)
     print(f"reader tokens per question: span path {sent / len(tokens):.0f}, full-document path {full / len(tokens):.0f} "
           f"(ratio {sent / full:.2f})")

@@ -36,7 +36,8 @@ OFFLINE_LIMITS = {
     "q16": _WRONG_HELD + "'8080' for the local API's '8443' at 0.41",
     "q19": _WRONG_HELD + "'cloud sync rejected' (the error's name) for its cause, a revoked account token, at 0.65",
     "q22": _VERIFIER + "'cloud sync rejected', 'err-5501' only elsewhere in the read documents",
-    "q23": _VERIFIER + "'AAA' (another device's battery, not the switch's 'CR2032'), 'gln-sw-02' only elsewhere in the read documents",
+    "q23": _VERIFIER + "'AAA' (another device's battery, not the switch's 'CR2032'), "
+                       "'gln-sw-02' only elsewhere in the read documents",
     "q31": _VERIFIER + "'hub': 2 of 7 question terms near the answer",
 }
 # shown although wrong: the bar is chosen for precision 0.9 on held-out questions, so about one shown answer in ten

@@ -80,7 +80,8 @@ def test_a_question_about_what_only_the_superseded_source_says_is_not_answered_f
     # SQuAD 2.0's adversarial kind of unanswerable question for the current policy, which never mentions faxes: the
     # reader reads 'the app under Billing' there ("Requests are made in the app under Billing"). With the four-stage
     # reader the confidence bar held it back (0.74 against the 0.759 bar), so the superseded check ran and named the
-    # only source that answers; the three-stage reader (0.98), stage 5 (0.995) and the shipped mean of stages 4 and 5 (0.996) are sure of it
+    # only source that answers; the three-stage reader (0.98), stage 5 (0.995) and the shipped mean of stages 4 and 5
+    # (0.996) are sure of it
     result = _runner(corpus).ask("Where are refund requests faxed?")
     assert result["answer"] is None and result["reason"].startswith("only_superseded_sources")
     assert result["superseded_sources"] == ["refund-policy-2019.md"] and "Leeds" in result["rejected_answer"]
