@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import json
 import random
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import lru_cache
@@ -49,6 +50,7 @@ class Example:
     answer_start: int | None
     answer_end: int | None
     kind: str  # window | paragraph | neg-window | neg-paragraph | hard-paragraph | hard-window | unanswerable | swap
+    #            | negation | antonym
 
 
 def load_articles(path: str | Path) -> dict[str, list[Question]]:
@@ -181,6 +183,92 @@ def swapped_question(q: Question, paragraphs: list[str], rng: random.Random) -> 
     return None
 
 
+# the auxiliaries a negated question negates ("When did the war end?" → "When did the war not end?")
+AUXILIARIES = frozenset("is are was were do does did can could will would has have had should may might must".split())
+_NEGATION = re.compile(r"\b(not|never|no|none|nor|without)\b|n't\b", re.IGNORECASE)
+_WORD = re.compile(r"[A-Za-z]+")
+_VERB_TAGS = frozenset({"VB", "VBN", "VBG", "VBD", "VBP", "VBZ"})
+
+
+def negated_question(q: Question) -> str | None:
+    """``q``'s question negated — SQuAD 2.0's "negation" kind ("What did Tesla *not* sell in 1890?" asked of a
+    paragraph that says what he sold): ``not`` before the first verb after its first auxiliary that is not its
+    first word ("When was the census *not* carried out?"), or after that auxiliary when no verb follows ("What
+    fluids are *not* in Neptune's interior?"); None when the question has no such auxiliary or is negated already
+    (removing a negation can leave it answerable)."""
+    if _NEGATION.search(q.question):
+        return None
+    words = tagged(q.question)
+    for n, (s, e, _tag) in enumerate(words):
+        if s > 0 and q.question[s:e].lower() in AUXILIARIES:
+            verb = next((vs for vs, _ve, tag in words[n + 1 :] if tag in _VERB_TAGS), None)
+            at = verb - 1 if verb is not None else e  # before the verb's leading space, or after the auxiliary
+            return q.question[:at] + " not" + q.question[at:]
+    return None
+
+
+ANTONYMS_FILE = Path(__file__).resolve().parent / "wordnet-antonyms.tsv"
+# Penn tags → WordNet's parts of speech: adjectives, adverbs and verbs only (WordNet's noun antonyms are mostly
+# senses a question never means: "ground" ↔ "figure", "home" ↔ "away")
+_WORDNET_POS = {"JJ": "a", "JJR": "a", "JJS": "a", "RB": "r", "RBR": "r", "RBS": "r", "VB": "v", "VBD": "v",
+                "VBG": "v", "VBN": "v", "VBP": "v", "VBZ": "v"}
+_SUFFIXES = ("", "s", "es", "ed", "d", "er", "r", "est", "st", "ing")
+
+
+@lru_cache(maxsize=1)
+def antonym_table(path: str = str(ANTONYMS_FILE)) -> dict[tuple[str, str], tuple[str, ...]]:
+    """``{(word, pos): antonyms}`` of WordNet's single-word antonym pairs (``training/antonyms.py`` writes the
+    file; pos is a, r, v or n)."""
+    table: dict[tuple[str, str], set[str]] = {}
+    for line in Path(path).read_text(encoding="utf-8").splitlines():
+        if line and not line.startswith("#"):
+            word, other, pos = line.split("\t")
+            table.setdefault((word, pos), set()).add(other)
+    return {k: tuple(sorted(o)) for k, o in table.items()}
+
+
+def _antonym_forms(word: str, pos: str, table, vocabulary) -> list[str]:
+    """Antonyms of ``word`` (part of speech ``pos``) inflected as it is (``largest`` → ``smallest``): a base form
+    the table holds plus the same ending, kept only when that form occurs in ``vocabulary`` (the training
+    paragraphs' words) — never a made-up spelling."""
+    out = set()
+    for suffix in _SUFFIXES:
+        if suffix and not word.endswith(suffix):
+            continue
+        base = word[: len(word) - len(suffix)]
+        for stem in {base, base + "e", base[:-1] if len(base) > 2 and base[-1] == base[-2] else base}:
+            for other in table.get((stem, pos), ()):
+                joins_on_e = suffix[:1] in ("e", "i") and other.endswith("e")  # late + est → latest
+                form = (other[:-1] if joins_on_e else other) + suffix
+                if form != word and (not suffix or form in vocabulary):
+                    out.add(form)
+    return sorted(out)
+
+
+def antonym_question(q: Question, vocabulary: set[str], rng: random.Random, table=None) -> str | None:
+    """``q``'s question with one adjective, adverb or verb its paragraph uses (not an auxiliary, not a word of the
+    answer) replaced by a WordNet antonym that the paragraph never uses — SQuAD 2.0's "antonym" kind ("What is the
+    *smallest* city?" asked of a paragraph naming the largest) — case kept, or None when there is no such word."""
+    table = antonym_table() if table is None else table
+    here = {w.lower() for w in _WORD.findall(q.context)}
+    in_answers = {w.lower() for _, text in q.answers for w in _WORD.findall(text)}
+    spots = []
+    for s, e, tag in tagged(q.question):
+        word = q.question[s:e].lower()
+        if s == 0 or tag not in _WORDNET_POS or word not in here or word in in_answers or word in AUXILIARIES:
+            continue
+        forms = [f for f in _antonym_forms(word, _WORDNET_POS[tag], table, vocabulary) if f not in here]
+        if forms:
+            spots.append((s, e, forms))
+    if not spots:
+        return None
+    s, e, forms = rng.choice(spots)
+    form = rng.choice(forms)
+    if q.question[s].isupper():
+        form = form[0].upper() + form[1:]
+    return q.question[:s] + form + q.question[e:]
+
+
 class ArticleSearch:
     """BM25 over the paragraphs of each article, with the pipeline's own analyzer and scorer — to find the
     paragraphs of an article a question's retrieval would bring up that do not hold its answer."""
@@ -234,13 +322,16 @@ def hard_negative(q: Question, search: ArticleSearch, rng: random.Random) -> tup
 
 
 def examples(questions: list[Question], seed: int, negatives: float = 0.3, swaps: float = 0.0,
-             unanswerable_repeat: int = 1, hard_negatives: bool = False) -> Iterator[Example]:
+             unanswerable_repeat: int = 1, hard_negatives: bool = False, negations: float = 0.0,
+             antonyms: float = 0.0) -> Iterator[Example]:
     """An endless, seeded stream of examples: the questions shuffled each pass; each answerable question gives
     one answer window and, with probability ``negatives``, one negative (a window of its paragraph without
     the answer, or another paragraph of its article — with ``hard_negatives``, one that BM25 ranks near the
     question: ``hard_negative``) and, with probability ``swaps``, its ``swapped_question`` on the same window,
-    labelled no-answer; each unanswerable one gives ``unanswerable_repeat`` windows around a plausible answer
-    (or its paragraph) labelled no-answer."""
+    labelled no-answer, and likewise with probability ``negations`` its ``negated_question`` and with probability
+    ``antonyms`` its ``antonym_question``; each unanswerable one gives ``unanswerable_repeat`` windows around a
+    plausible answer (or its paragraph) labelled no-answer. A rate of 0 draws nothing from the seeded generator,
+    so a stream without a kind is the stream of earlier runs."""
     rng = random.Random(seed)
     by_article: dict[str, list[str]] = {}
     for q in questions:
@@ -248,6 +339,8 @@ def examples(questions: list[Question], seed: int, negatives: float = 0.3, swaps
         if not paras or paras[-1] != q.context:
             paras.append(q.context)
     search = ArticleSearch(by_article) if hard_negatives else None
+    vocabulary = {w.lower() for paras in by_article.values() for p in paras for w in _WORD.findall(p)} \
+        if antonyms else set()
     order = list(range(len(questions)))
     while True:
         rng.shuffle(order)
@@ -282,6 +375,14 @@ def examples(questions: list[Question], seed: int, negatives: float = 0.3, swaps
                 swapped = swapped_question(q, by_article[q.article], rng)
                 if swapped is not None:
                     yield Example(q.qid, swapped, text, None, None, "swap")
+            if negations and rng.random() < negations:
+                negated = negated_question(q)
+                if negated is not None:
+                    yield Example(q.qid, negated, text, None, None, "negation")
+            if antonyms and rng.random() < antonyms:
+                opposite = antonym_question(q, vocabulary, rng)
+                if opposite is not None:
+                    yield Example(q.qid, opposite, text, None, None, "antonym")
 
 
 def to_squad(questions: list[Question]) -> dict:

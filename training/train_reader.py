@@ -52,6 +52,11 @@ def parse_args(argv=None):
     p.add_argument("--negatives", type=float, default=0.35, help="chance of a negative window per question")
     p.add_argument("--swaps", type=float, default=0.0,
                    help="chance of a swapped-word question (no answer) per answerable question")
+    p.add_argument("--negations", type=float, default=0.0,
+                   help="chance of a negated question (no answer: 'When did the war not end?') per answerable one")
+    p.add_argument("--antonyms", type=float, default=0.0,
+                   help="chance of a question with a WordNet antonym (no answer: 'the smallest city') per answerable "
+                        "one (training/wordnet-antonyms.tsv)")
     p.add_argument("--hard-negatives", action="store_true",
                    help="a negative from another paragraph is one of the 3 that BM25 ranks closest to the question "
                         "(without its answer), whole or the window of its best sentence, instead of any paragraph")
@@ -66,6 +71,10 @@ def parse_args(argv=None):
     p.add_argument("--eval-every", type=int, default=4000, help="examples between evaluations and checkpoints")
     p.add_argument("--eval-questions", type=int, default=300)
     p.add_argument("--seed", type=int, default=13)
+    p.add_argument("--stream-seed", type=int, default=None,
+                   help="seed of the example stream alone (default: --seed, which also draws the held-out articles "
+                        "and evaluation questions): a later stage reads a fresh shuffle of the questions without "
+                        "replaying the stream with --skip")
     p.add_argument("--threads", type=int, default=None, help="torch CPU threads (default: all cores)")
     p.add_argument("--device", default=None, help="cpu / cuda (default: cuda when present)")
     p.add_argument("--bf16", action="store_true",
@@ -223,8 +232,9 @@ def main(argv=None) -> int:
         done = progress()
         return args.lr * (done / args.warmup if done < args.warmup else (1 - done) / (1 - args.warmup))
 
-    stream = reader_data.examples(train, args.seed, args.negatives, args.swaps, args.unanswerable_repeat,
-                                   args.hard_negatives)
+    stream_seed = args.seed if args.stream_seed is None else args.stream_seed
+    stream = reader_data.examples(train, stream_seed, args.negatives, args.swaps, args.unanswerable_repeat,
+                                   args.hard_negatives, args.negations, args.antonyms)
     for _ in range(state["consumed"]):  # the stream is seeded: skip what the checkpoint (or --skip) already used
         next(stream)
     rng = random.Random(args.seed + state["consumed"])
@@ -284,15 +294,16 @@ def main(argv=None) -> int:
     checkpoint()
     info = {
         "command": "python training/train_reader.py " + " ".join(sys.argv[1:] if argv is None else argv),
-        "base": "sentence-transformers/all-MiniLM-L6-v2", "init": args.init, "seed": args.seed, "examples_seen": state["seen"],
+        "base": "sentence-transformers/all-MiniLM-L6-v2", "init": args.init, "seed": args.seed,
+        "stream_seed": stream_seed, "examples_seen": state["seen"],
         "steps": state["step"], "stream_skipped": args.skip, "stream_consumed": state["consumed"],
         "skipped_answers_cut_by_truncation": state["skipped"],
         "loss_first_batch": state.get("loss_first"), "loss_last_ema": round(loss_ema, 4) if loss_ema else None,
         "heldout_articles": held_titles, "train_questions": len(train), "minutes": round(state["seconds"] / 60, 1),
         "device": device, "threads": torch.get_num_threads(), "curve": state["curve"],
         "load_average": os.getloadavg(), "hyperparameters": {k: getattr(args, k) for k in (
-            "batch_size", "lr", "warmup", "max_seq_length", "stride", "negatives", "swaps", "unanswerable_repeat", "hard_negatives",
-            "bf16")},
+            "batch_size", "lr", "warmup", "max_seq_length", "stride", "negatives", "swaps", "negations", "antonyms",
+            "unanswerable_repeat", "hard_negatives", "bf16")},
         "previous_stage": previous,
     }
     export(model, tokenizer, Path(args.out), info)

@@ -92,11 +92,14 @@ def test_a_tiny_run_lowers_its_loss_resumes_and_exports(tmp_path):
     stage2 = [a if a != str(out) else str(second) for a in common]
     stage2 = [a if a != str(work) else str(tmp_path / "work2") for a in stage2]
     assert train_reader.main(["--examples", "32", "--init", str(out), "--swaps", "1.0", "--skip", "512", "--bf16",
-                              *stage2]) == 0
+                              "--negations", "0.5", "--antonyms", "0.5", "--stream-seed", "5", *stage2]) == 0
     info2 = json.loads((second / "training.json").read_text())
     assert info2["stream_skipped"] == 512 and info2["stream_consumed"] >= 512 + 32  # it went on where it was told
     assert info2["init"] == str(out) and info2["previous_stage"]["examples_seen"] >= 144
     assert info2["hyperparameters"]["swaps"] == 1.0 and info2["examples_seen"] >= 32
+    assert info2["stream_seed"] == 5 and info["stream_seed"] == info["seed"]  # the stream alone took the new seed
+    assert info2["heldout_articles"] == info["heldout_articles"]  # the held-out split follows --seed, not the stream
+    assert info2["hyperparameters"]["negations"] == 0.5 and info2["hyperparameters"]["antonyms"] == 0.5
     assert info2["hyperparameters"]["bf16"] is True and info["hyperparameters"]["bf16"] is False
     _, half = load_hf_model(str(second), "AutoModelForQuestionAnswering")  # bf16 autocast still exports fp16 weights
     assert all(p.isfinite().all() for p in half.parameters())
