@@ -11,7 +11,8 @@ export TOKENIZERS_PARALLELISM ?= false
 PIPELINE   ?= pipelines/extractive.yaml
 SERVE_ARGS ?=
 
-.PHONY: setup demo test check train train-more train-stage3 train-stage4 train-stage5 train-stage5-plain train-stage6 average-stages heldout calibrate bench serve bench-serve eval targets clean
+.PHONY: setup demo test check train train-more train-stage3 train-stage4 train-stage5 train-stage5-plain train-stage6 \
+	average-stages heldout calibrate bench serve bench-serve eval targets clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
