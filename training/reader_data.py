@@ -202,8 +202,9 @@ def negated_question(q: Question) -> str | None:
     for n, (s, e, _tag) in enumerate(words):
         if s > 0 and q.question[s:e].lower() in AUXILIARIES:
             verb = next((vs for vs, _ve, tag in words[n + 1 :] if tag in _VERB_TAGS), None)
-            at = verb - 1 if verb is not None else e  # before the verb's leading space, or after the auxiliary
-            return q.question[:at] + " not" + q.question[at:]
+            if verb is not None:  # before the verb, whatever precedes it
+                return q.question[:verb] + "not " + q.question[verb:]
+            return q.question[:e] + " not" + q.question[e:]
     return None
 
 
