@@ -11,7 +11,7 @@ export TOKENIZERS_PARALLELISM ?= false
 PIPELINE   ?= pipelines/extractive.yaml
 SERVE_ARGS ?=
 
-.PHONY: setup demo test check train train-more train-stage3 train-stage4 train-stage5 train-stage5-plain train-stage6 \
+.PHONY: setup demo test check train train-more train-stage3 train-stage4 train-stage5 train-stage5-plain train-stage6 train-stage7 \
 	average-stages heldout calibrate bench serve bench-serve eval targets clean
 
 $(BIN)/python:
@@ -92,6 +92,12 @@ train-stage6: setup
 	$(BIN)/python training/train_reader.py --init models/spanqa-reader-minilm-l6 --stream-seed 14 --minutes 65 \
 		--lr 3e-5 --hard-negatives --bf16 --swaps 0.15 --negations 0.08 --antonyms 0.3 --unanswerable-repeat 2 \
 		--out .spanqa/training/reader8-out --work .spanqa/training/reader8 $(RESUME)
+
+# stage 7: stage 6 taught the shipped mean's reading back (--distil) while it goes on with the constructed kinds
+train-stage7: setup
+	$(BIN)/python training/train_reader.py --init .spanqa/training/reader8-out --distil models/spanqa-reader-minilm-l6 \
+		--stream-seed 15 --minutes 55 --lr 2e-5 --hard-negatives --bf16 --swaps 0.15 --negations 0.08 --antonyms 0.3 \
+		--unanswerable-repeat 2 --out .spanqa/training/reader9-out --work .spanqa/training/reader9 $(RESUME)
 
 # the shipped reader: the mean of stage 4's and stage 5's weights (training/average.py), each taken from the commit
 # that shipped it; writes .spanqa/training/average-out, copy it into models/ (models/spanqa-reader-minilm-l6/README.md)

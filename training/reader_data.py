@@ -53,6 +53,11 @@ class Example:
     #            | negation | antonym
 
 
+# the no-answer examples made by changing an answerable question: a reader trained before them answers them, so a
+# teacher's reading of them is not one to learn (train_reader --distil skips them)
+CONSTRUCTED_KINDS = frozenset({"swap", "negation", "antonym"})
+
+
 def load_articles(path: str | Path) -> dict[str, list[Question]]:
     """``{title: [Question, ...]}`` of a SQuAD 1.1 or 2.0 JSON file, questions in file order."""
     data = json.loads(Path(path).read_text(encoding="utf-8"))["data"]

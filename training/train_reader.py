@@ -62,6 +62,12 @@ def parse_args(argv=None):
                         "(without its answer), whole or the window of its best sentence, instead of any paragraph")
     p.add_argument("--unanswerable-repeat", type=int, default=1,
                    help="windows per SQuAD 2.0 unanswerable question in each pass")
+    p.add_argument("--distil", default=None, metavar="TEACHER",
+                   help="a reader (path or id) whose start/end distributions the student also learns on every "
+                        "example that is not a constructed no-answer (swap, negation, antonym): keeps what the "
+                        "teacher reads while the student learns the new kinds")
+    p.add_argument("--distil-weight", type=float, default=1.0, help="weight of the distillation loss")
+    p.add_argument("--distil-temperature", type=float, default=2.0, help="softmax temperature of the distillation")
     p.add_argument("--init", default="sentence-transformers/all-MiniLM-L6-v2",
                    help="the model to start from: the MiniLM body (a hub id the resolver finds) or a reader "
                         "directory (a second stage from a shipped reader; fresh optimiser and schedule)")
@@ -102,7 +108,8 @@ def answer_tokens(offsets, sequence_ids, start: int, end: int) -> tuple[int, int
 
 def featurize(tokenizer, batch, max_len: int, stride: int, rng: random.Random):
     """One sequence per example: one that holds the answer (a random one when overflow gives several), or any
-    sequence for a no-answer example (label [CLS] = 0). Returns ``(features, skipped)``."""
+    sequence for a no-answer example (label [CLS] = 0). A feature is ``(ids, types, start, end, taught)``, taught
+    when the example is not a constructed no-answer. Returns ``(features, skipped)``."""
     enc = tokenizer([e.question for e in batch], [e.context for e in batch], truncation="only_second",
                     max_length=max_len, stride=stride, return_overflowing_tokens=True, return_offsets_mapping=True)
     per_example: dict[int, list[int]] = {}
@@ -111,9 +118,10 @@ def featurize(tokenizer, batch, max_len: int, stride: int, rng: random.Random):
     features, skipped = [], 0
     for s, feats in per_example.items():
         ex = batch[s]
+        taught = ex.kind not in reader_data.CONSTRUCTED_KINDS  # a teacher's reading is right to learn from here
         if ex.answer_start is None:
             f = rng.choice(feats)
-            features.append((enc["input_ids"][f], enc["token_type_ids"][f], 0, 0))
+            features.append((enc["input_ids"][f], enc["token_type_ids"][f], 0, 0, taught))
             continue
         hits = []
         for f in feats:
@@ -124,7 +132,7 @@ def featurize(tokenizer, batch, max_len: int, stride: int, rng: random.Random):
             skipped += 1
             continue
         f, (a, b) = rng.choice(hits)
-        features.append((enc["input_ids"][f], enc["token_type_ids"][f], a, b))
+        features.append((enc["input_ids"][f], enc["token_type_ids"][f], a, b, taught))
     return features, skipped
 
 
@@ -135,12 +143,28 @@ def collate(features, pad_id: int):
     ids = torch.full((len(features), width), pad_id, dtype=torch.long)
     types = torch.zeros((len(features), width), dtype=torch.long)
     mask = torch.zeros((len(features), width), dtype=torch.long)
-    for r, (i, t, _, _) in enumerate(features):
+    for r, (i, t, *_) in enumerate(features):
         ids[r, : len(i)], types[r, : len(t)], mask[r, : len(i)] = torch.tensor(i), torch.tensor(t), 1
     starts = torch.tensor([f[2] for f in features])
     ends = torch.tensor([f[3] for f in features])
     return {"input_ids": ids, "token_type_ids": types, "attention_mask": mask,
             "start_positions": starts, "end_positions": ends}
+
+
+def distillation_loss(student, teacher, mask, temperature: float):
+    """KL(teacher ‖ student) of the start and of the end distributions softened by ``temperature``, over the real
+    tokens of each row (``mask``), averaged over rows and the two ends and scaled by T² so that its gradients keep
+    the size of the hard loss's (Hinton et al. 2015). ``student`` and ``teacher`` are ``(start_logits,
+    end_logits)`` pairs of ``(rows, length)`` tensors."""
+    import torch.nn.functional as F
+
+    pad = ~mask.bool()
+    total = 0.0
+    for s, t in zip(student, teacher):
+        s = F.log_softmax(s.float().masked_fill(pad, -1e4) / temperature, dim=-1)
+        t = F.log_softmax(t.float().masked_fill(pad, -1e4) / temperature, dim=-1)
+        total = total + F.kl_div(s, t, log_target=True, reduction="batchmean")
+    return total / 2 * temperature ** 2
 
 
 def evaluate(model, tokenizer, questions, max_len: int) -> dict:
@@ -210,6 +234,11 @@ def main(argv=None) -> int:
     model = transformers.AutoModelForQuestionAnswering.from_pretrained(body, dtype=torch.float32).to(device)
     model.bert.embeddings.word_embeddings.weight.requires_grad_(False)  # 11.7 M of 22.7 M: frozen, as measured
     params = [p for p in model.parameters() if p.requires_grad]
+    teacher = None
+    if args.distil:
+        teacher = transformers.AutoModelForQuestionAnswering.from_pretrained(
+            resolve_model(args.distil, component="training").path, dtype=torch.float32).to(device).eval()
+        teacher.requires_grad_(False)
     optim = torch.optim.AdamW(params, lr=args.lr, weight_decay=0.01)
 
     state = {"consumed": args.skip, "seen": 0, "step": 0, "curve": [], "skipped": 0,
@@ -263,10 +292,20 @@ def main(argv=None) -> int:
             if not features:
                 continue
             inputs = {k: v.to(device) for k, v in collate(features, tokenizer.pad_token_id).items()}
+            taught = torch.tensor([f[4] for f in features], device=device)
             for group in optim.param_groups:
                 group["lr"] = lr_now()
             with torch.autocast(device.split(":")[0], dtype=torch.bfloat16, enabled=args.bf16):
-                loss = model(**inputs).loss
+                out = model(**inputs)
+                loss = out.loss
+                if teacher is not None and taught.any():
+                    rows = {k: inputs[k][taught] for k in ("input_ids", "token_type_ids", "attention_mask")}
+                    with torch.no_grad():
+                        t = teacher(**rows)
+                    kd = distillation_loss((out.start_logits[taught], out.end_logits[taught]),
+                                           (t.start_logits, t.end_logits), rows["attention_mask"],
+                                           args.distil_temperature)
+                    loss = loss + args.distil_weight * kd
             loss.backward()
             torch.nn.utils.clip_grad_norm_(params, 1.0)
             optim.step()
@@ -303,7 +342,7 @@ def main(argv=None) -> int:
         "device": device, "threads": torch.get_num_threads(), "curve": state["curve"],
         "load_average": os.getloadavg(), "hyperparameters": {k: getattr(args, k) for k in (
             "batch_size", "lr", "warmup", "max_seq_length", "stride", "negatives", "swaps", "negations", "antonyms",
-            "unanswerable_repeat", "hard_negatives", "bf16")},
+            "unanswerable_repeat", "hard_negatives", "bf16", "distil", "distil_weight", "distil_temperature")},
         "previous_stage": previous,
     }
     export(model, tokenizer, Path(args.out), info)

@@ -92,7 +92,8 @@ def test_a_tiny_run_lowers_its_loss_resumes_and_exports(tmp_path):
     stage2 = [a if a != str(out) else str(second) for a in common]
     stage2 = [a if a != str(work) else str(tmp_path / "work2") for a in stage2]
     assert train_reader.main(["--examples", "32", "--init", str(out), "--swaps", "1.0", "--skip", "512", "--bf16",
-                              "--negations", "0.5", "--antonyms", "0.5", "--stream-seed", "5", *stage2]) == 0
+                              "--negations", "0.5", "--antonyms", "0.5", "--stream-seed", "5",
+                              "--distil", str(out), *stage2]) == 0
     info2 = json.loads((second / "training.json").read_text())
     assert info2["stream_skipped"] == 512 and info2["stream_consumed"] >= 512 + 32  # it went on where it was told
     assert info2["init"] == str(out) and info2["previous_stage"]["examples_seen"] >= 144
@@ -101,6 +102,7 @@ def test_a_tiny_run_lowers_its_loss_resumes_and_exports(tmp_path):
     assert info2["heldout_articles"] == info["heldout_articles"]  # the held-out split follows --seed, not the stream
     assert info2["hyperparameters"]["negations"] == 0.5 and info2["hyperparameters"]["antonyms"] == 0.5
     assert info2["hyperparameters"]["bf16"] is True and info["hyperparameters"]["bf16"] is False
+    assert info2["hyperparameters"]["distil"] == str(out) and info["hyperparameters"]["distil"] is None
     _, half = load_hf_model(str(second), "AutoModelForQuestionAnswering")  # bf16 autocast still exports fp16 weights
     assert all(p.isfinite().all() for p in half.parameters())
 
@@ -165,6 +167,37 @@ def test_hard_negatives_are_the_closest_paragraphs_of_the_article_that_lack_the_
     stream = reader_data.examples(article, seed=2, negatives=1.0, hard_negatives=True)
     kinds = [ex.kind for ex in (next(stream) for _ in range(60))]
     assert "neg-paragraph" not in kinds and {"hard-paragraph", "hard-window"} & set(kinds)
+
+
+def test_distillation_is_the_tempered_kl_over_real_tokens_and_skips_constructed_no_answers():
+    import math
+
+    import torch
+
+    student = (torch.tensor([[0.0, 0.0, 9.0]]), torch.tensor([[1.0, 2.0, -9.0]]))
+    teacher = (torch.tensor([[math.log(3), 0.0, -9.0]]), torch.tensor([[1.0, 2.0, 9.0]]))
+    mask = torch.tensor([[1, 1, 0]])  # the third token is padding: never counted
+    # start: teacher (3/4, 1/4) against the student's (1/2, 1/2); end: the same distribution, 0
+    kl = 0.75 * math.log(0.75 / 0.5) + 0.25 * math.log(0.25 / 0.5)
+    assert train_reader.distillation_loss(student, teacher, mask, 1.0).item() == pytest.approx(kl / 2, abs=1e-6)
+    p = math.sqrt(3) / (math.sqrt(3) + 1)  # T = 2 softens the teacher to (√3, 1)/(√3 + 1); the loss is scaled by T²
+    kl2 = p * math.log(p / 0.5) + (1 - p) * math.log((1 - p) / 0.5)
+    assert train_reader.distillation_loss(student, teacher, mask, 2.0).item() == pytest.approx(2 * kl2, abs=1e-6)
+    assert train_reader.distillation_loss(teacher, teacher, mask, 2.0).item() == pytest.approx(0.0, abs=1e-7)
+
+    from transformers import AutoTokenizer
+
+    from components.core.backends.models import resolve_model
+
+    tokenizer = AutoTokenizer.from_pretrained(resolve_model("sentence-transformers/all-MiniLM-L6-v2").path)
+    context = "The lamp is red. It was made in Oslo."
+    batch = [reader_data.Example("a", "What colour is the lamp?", context, 12, 15, "window"),
+             reader_data.Example("a", "What colour is the lamp not?", context, None, None, "negation"),
+             reader_data.Example("a", "What colour is the lamp?", "It was made in Oslo.", None, None, "neg-window"),
+             reader_data.Example("a", "What colour is the lamp?", context, None, None, "unanswerable")]
+    features, skipped = train_reader.featurize(tokenizer, batch, 64, 16, __import__("random").Random(0))
+    assert skipped == 0 and [f[4] for f in features] == [True, False, True, True]
+    assert tokenizer.decode(features[0][0][features[0][2] : features[0][3] + 1]) == "red"
 
 
 def test_learning_curve_counts_a_second_stage_from_the_first_stages_start():
