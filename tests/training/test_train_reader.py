@@ -180,7 +180,7 @@ def test_distillation_is_the_tempered_kl_over_real_tokens_and_skips_constructed_
     # start: teacher (3/4, 1/4) against the student's (1/2, 1/2); end: the same distribution, 0
     kl = 0.75 * math.log(0.75 / 0.5) + 0.25 * math.log(0.25 / 0.5)
     assert train_reader.distillation_loss(student, teacher, mask, 1.0).item() == pytest.approx(kl / 2, abs=1e-6)
-    p = math.sqrt(3) / (math.sqrt(3) + 1)  # T = 2 softens the teacher to (√3, 1)/(√3 + 1); the loss is scaled by T²
+    p = math.sqrt(3) / (math.sqrt(3) + 1)  # T = 2 softens the teacher to (√3, 1)/(√3 + 1); the loss scales by T²
     kl2 = p * math.log(p / 0.5) + (1 - p) * math.log((1 - p) / 0.5)
     assert train_reader.distillation_loss(student, teacher, mask, 2.0).item() == pytest.approx(2 * kl2, abs=1e-6)
     assert train_reader.distillation_loss(teacher, teacher, mask, 2.0).item() == pytest.approx(0.0, abs=1e-7)
