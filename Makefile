@@ -12,7 +12,7 @@ PIPELINE   ?= pipelines/extractive.yaml
 SERVE_ARGS ?=
 
 .PHONY: setup demo test check train train-more train-stage3 train-stage4 train-stage5 train-stage5-plain train-stage6 train-stage7 \
-	average-stages heldout calibrate bench serve bench-serve eval targets clean
+	train-stage8 average-stages heldout calibrate bench serve bench-serve eval targets clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -98,6 +98,13 @@ train-stage7: setup
 	$(BIN)/python training/train_reader.py --init .spanqa/training/reader8-out --distil models/spanqa-reader-minilm-l6 \
 		--stream-seed 15 --minutes 55 --lr 2e-5 --hard-negatives --bf16 --swaps 0.15 --negations 0.08 --antonyms 0.3 \
 		--unanswerable-repeat 2 --out .spanqa/training/reader9-out --work .spanqa/training/reader9 $(RESUME)
+
+# stage 8: stage 7 with answerable negated questions read more often (a negation alone must not mean no answer)
+train-stage8: setup
+	$(BIN)/python training/train_reader.py --init .spanqa/training/reader9-out --distil models/spanqa-reader-minilm-l6 \
+		--stream-seed 16 --minutes 35 --lr 2e-5 --hard-negatives --bf16 --swaps 0.15 --negations 0.08 --antonyms 0.3 \
+		--negated-repeat 4 --unanswerable-repeat 2 --out .spanqa/training/reader10-out --work .spanqa/training/reader10 \
+		$(RESUME)
 
 # the shipped reader: the mean of stage 4's and stage 5's weights (training/average.py), each taken from the commit
 # that shipped it; writes .spanqa/training/average-out, copy it into models/ (models/spanqa-reader-minilm-l6/README.md)

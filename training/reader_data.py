@@ -50,7 +50,7 @@ class Example:
     answer_start: int | None
     answer_end: int | None
     kind: str  # window | paragraph | neg-window | neg-paragraph | hard-paragraph | hard-window | unanswerable | swap
-    #            | negation | antonym
+    #            | negation | antonym | negated-window
 
 
 # the no-answer examples made by changing an answerable question: a reader trained before them answers them, so a
@@ -190,7 +190,6 @@ def swapped_question(q: Question, paragraphs: list[str], rng: random.Random) -> 
 
 # the auxiliaries a negated question negates ("When did the war end?" → "When did the war not end?")
 AUXILIARIES = frozenset("is are was were do does did can could will would has have had should may might must".split())
-_NEGATION = re.compile(r"\b(not|never|no|none|nor|without)\b|n't\b", re.IGNORECASE)
 _WORD = re.compile(r"[A-Za-z]+")
 _VERB_TAGS = frozenset({"VB", "VBN", "VBG", "VBD", "VBP", "VBZ"})
 
@@ -201,7 +200,9 @@ def negated_question(q: Question) -> str | None:
     first word ("When was the census *not* carried out?"), or after that auxiliary when no verb follows ("What
     fluids are *not* in Neptune's interior?"); None when the question has no such auxiliary or is negated already
     (removing a negation can leave it answerable)."""
-    if _NEGATION.search(q.question):
+    from components.core.text.analysis import is_negated
+
+    if is_negated(q.question):
         return None
     words = tagged(q.question)
     for n, (s, e, _tag) in enumerate(words):
@@ -329,15 +330,19 @@ def hard_negative(q: Question, search: ArticleSearch, rng: random.Random) -> tup
 
 def examples(questions: list[Question], seed: int, negatives: float = 0.3, swaps: float = 0.0,
              unanswerable_repeat: int = 1, hard_negatives: bool = False, negations: float = 0.0,
-             antonyms: float = 0.0) -> Iterator[Example]:
+             antonyms: float = 0.0, negated_repeat: int = 1) -> Iterator[Example]:
     """An endless, seeded stream of examples: the questions shuffled each pass; each answerable question gives
     one answer window and, with probability ``negatives``, one negative (a window of its paragraph without
     the answer, or another paragraph of its article — with ``hard_negatives``, one that BM25 ranks near the
     question: ``hard_negative``) and, with probability ``swaps``, its ``swapped_question`` on the same window,
     labelled no-answer, and likewise with probability ``negations`` its ``negated_question`` and with probability
-    ``antonyms`` its ``antonym_question``; each unanswerable one gives ``unanswerable_repeat`` windows around a
-    plausible answer (or its paragraph) labelled no-answer. A rate of 0 draws nothing from the seeded generator,
+    ``antonyms`` its ``antonym_question``; an answerable question that is itself negated ("Which ... did *not*
+    ...?") gives ``negated_repeat`` answer windows, so that a negation alone never means no answer; each
+    unanswerable one gives ``unanswerable_repeat`` windows around a plausible answer (or its paragraph) labelled
+    no-answer. A rate of 0 draws nothing from the seeded generator,
     so a stream without a kind is the stream of earlier runs."""
+    from components.core.text.analysis import is_negated
+
     rng = random.Random(seed)
     by_article: dict[str, list[str]] = {}
     for q in questions:
@@ -365,6 +370,11 @@ def examples(questions: list[Question], seed: int, negatives: float = 0.3, swaps
                 continue
             yield Example(q.qid, q.question, text, start, start + len(answer[1]),
                           "paragraph" if offset == 0 and text == q.context else "window")
+            if negated_repeat > 1 and is_negated(q.question):
+                for _ in range(negated_repeat - 1):
+                    more, at = _answer_window(q, answer, rng)
+                    yield Example(q.qid, q.question, more, answer[0] - at, answer[0] - at + len(answer[1]),
+                                  "negated-window")
             if rng.random() < negatives:
                 neg = _negative_window(q, rng) if rng.random() < 0.5 else None
                 if neg is not None:

@@ -54,6 +54,9 @@ def parse_args(argv=None):
                    help="chance of a swapped-word question (no answer) per answerable question")
     p.add_argument("--negations", type=float, default=0.0,
                    help="chance of a negated question (no answer: 'When did the war not end?') per answerable one")
+    p.add_argument("--negated-repeat", type=int, default=1,
+                   help="answer windows per answerable question that is itself negated (a negation alone must "
+                        "not read as no answer once --negations is on)")
     p.add_argument("--antonyms", type=float, default=0.0,
                    help="chance of a question with a WordNet antonym (no answer: 'the smallest city') per answerable "
                         "one (training/wordnet-antonyms.tsv)")
@@ -263,7 +266,7 @@ def main(argv=None) -> int:
 
     stream_seed = args.seed if args.stream_seed is None else args.stream_seed
     stream = reader_data.examples(train, stream_seed, args.negatives, args.swaps, args.unanswerable_repeat,
-                                   args.hard_negatives, args.negations, args.antonyms)
+                                   args.hard_negatives, args.negations, args.antonyms, args.negated_repeat)
     for _ in range(state["consumed"]):  # the stream is seeded: skip what the checkpoint (or --skip) already used
         next(stream)
     rng = random.Random(args.seed + state["consumed"])
@@ -342,7 +345,8 @@ def main(argv=None) -> int:
         "device": device, "threads": torch.get_num_threads(), "curve": state["curve"],
         "load_average": os.getloadavg(), "hyperparameters": {k: getattr(args, k) for k in (
             "batch_size", "lr", "warmup", "max_seq_length", "stride", "negatives", "swaps", "negations", "antonyms",
-            "unanswerable_repeat", "hard_negatives", "bf16", "distil", "distil_weight", "distil_temperature")},
+            "negated_repeat", "unanswerable_repeat", "hard_negatives", "bf16", "distil", "distil_weight",
+            "distil_temperature")},
         "previous_stage": previous,
     }
     export(model, tokenizer, Path(args.out), info)

@@ -200,6 +200,20 @@ def test_distillation_is_the_tempered_kl_over_real_tokens_and_skips_constructed_
     assert tokenizer.decode(features[0][0][features[0][2] : features[0][3] + 1]) == "red"
 
 
+def test_reader_benchmark_scores_negated_questions_apart():
+    from benchmarks.reader_squad import by_negation
+
+    qs = [{"question": "What did Tesla not sell?", "answerable": False, "golds": []},
+          {"question": "What isn't red?", "answerable": True, "golds": ["the blue sky"]},
+          {"question": "What did Tesla sell?", "answerable": True, "golds": ["coils"]},
+          {"question": "Whether or not it rains, who plays?", "answerable": False, "golds": []}]  # no negation
+    preds = [{"prediction": None}, {"prediction": "sky"}, {"prediction": "coils"}, {"prediction": "Ann"}]
+    assert by_negation(qs, preds) == {
+        # "sky" against "blue sky" (articles dropped): precision 1, recall 1/2, F1 2/3
+        "negated": {"answerable": 1, "unanswerable": 1, "f1": 83.3, "HasAns_f1": 66.7, "NoAns_f1": 100.0},
+        "other": {"answerable": 1, "unanswerable": 1, "f1": 50.0, "HasAns_f1": 100.0, "NoAns_f1": 0.0}}
+
+
 def test_learning_curve_counts_a_second_stage_from_the_first_stages_start():
     from benchmarks.reader_squad import learning_curve
 

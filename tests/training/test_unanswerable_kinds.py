@@ -101,3 +101,19 @@ def test_the_shipped_antonym_table_holds_common_pairs_and_its_licence():
     assert "Princeton University" in text  # WordNet's notice travels with its data
     table = reader_data.antonym_table()
     assert "small" in table[("large", "a")] and "lose" in table[("win", "v")] and "late" in table[("early", "a")]
+
+
+def test_negated_repeat_gives_answerable_negated_questions_more_answer_windows_and_nothing_else():
+    negated = _q("Which city is not the smallest of the region?", "Lyon", "n")
+    qs = [negated, _q("When was the old bridge opened?", "1990")]
+    same = reader_data.examples(qs, seed=5, negatives=0.3, negated_repeat=1)
+    plain = reader_data.examples(qs, seed=5, negatives=0.3)
+    assert [next(plain) for _ in range(30)] == [next(same) for _ in range(30)]  # off: the stream of earlier runs
+    stream = reader_data.examples(qs, seed=5, negatives=0.0, negated_repeat=3)
+    made = [next(stream) for _ in range(40)]  # ten passes: the negated question 1 + 2 windows, the other 1
+    assert [ex.kind == "negated-window" for ex in made].count(True) == 20
+    for n, ex in enumerate(made):
+        if ex.qid == "n" and ex.kind != "negated-window":
+            assert [e.kind for e in made[n + 1 : n + 3]] == ["negated-window", "negated-window"]
+        if ex.kind == "negated-window":  # only the question that is itself negated, answer at its offsets
+            assert ex.qid == "n" and ex.context[ex.answer_start : ex.answer_end] == "Lyon"
