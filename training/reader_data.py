@@ -339,8 +339,8 @@ def examples(questions: list[Question], seed: int, negatives: float = 0.3, swaps
     ``antonyms`` its ``antonym_question``; an answerable question that is itself negated ("Which ... did *not*
     ...?") gives ``negated_repeat`` answer windows, so that a negation alone never means no answer; each
     unanswerable one gives ``unanswerable_repeat`` windows around a plausible answer (or its paragraph) labelled
-    no-answer. A rate of 0 draws nothing from the seeded generator,
-    so a stream without a kind is the stream of earlier runs."""
+    no-answer. A rate of 0 (a repeat of 1) draws nothing from the seeded generator, so a stream without a kind is
+    the stream of earlier runs."""
     from components.core.text.analysis import is_negated
 
     rng = random.Random(seed)

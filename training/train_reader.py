@@ -211,7 +211,7 @@ def main(argv=None) -> int:
     import transformers
     from tqdm import tqdm
 
-    from components.core.backends.models import resolve_model, torch_device
+    from components.core.backends.models import load_hf_model, resolve_model, torch_device
 
     transformers.logging.set_verbosity_error()
     if args.threads:
@@ -239,8 +239,13 @@ def main(argv=None) -> int:
     params = [p for p in model.parameters() if p.requires_grad]
     teacher = None
     if args.distil:
-        teacher = transformers.AutoModelForQuestionAnswering.from_pretrained(
-            resolve_model(args.distil, component="training").path, dtype=torch.float32).to(device).eval()
+        teacher_tokenizer, teacher = load_hf_model(resolve_model(args.distil, component="training").path,
+                                                   "AutoModelForQuestionAnswering", device)
+        if teacher_tokenizer.get_vocab() != tokenizer.get_vocab():
+            raise SystemExit(f"train_reader: the --distil teacher {args.distil!r} tokenizes differently from the "
+                             f"model it teaches ({args.init!r}), so its start and end logits point at other tokens. "
+                             "Give a teacher trained from the same body (all-MiniLM-L6-v2), such as "
+                             "models/spanqa-reader-minilm-l6.")
         teacher.requires_grad_(False)
     optim = torch.optim.AdamW(params, lr=args.lr, weight_decay=0.01)
 

@@ -5,6 +5,7 @@ resumes and exports a model the resolver can load."""
 from __future__ import annotations
 
 import json
+import random
 import sys
 from pathlib import Path
 
@@ -105,6 +106,14 @@ def test_a_tiny_run_lowers_its_loss_resumes_and_exports(tmp_path):
     assert info2["hyperparameters"]["distil"] == str(out) and info["hyperparameters"]["distil"] is None
     _, half = load_hf_model(str(second), "AutoModelForQuestionAnswering")  # bf16 autocast still exports fp16 weights
     assert all(p.isfinite().all() for p in half.parameters())
+    # a teacher whose tokenizer differs would teach logits of other tokens: a clear error, before any training
+    other = tmp_path / "other-vocab"
+    other_tokenizer, other_model = load_hf_model(str(out), "AutoModelForQuestionAnswering")
+    other_tokenizer.add_tokens(["glimmerlinezz"])
+    other_tokenizer.save_pretrained(other)
+    other_model.save_pretrained(other)
+    with pytest.raises(SystemExit, match="tokenizes differently from the model it teaches"):
+        train_reader.main(["--examples", "16", "--init", str(out), "--distil", str(other), *stage2])
 
 
 def test_stratified_sample_keeps_each_article_and_the_unanswerable_share():
@@ -195,7 +204,7 @@ def test_distillation_is_the_tempered_kl_over_real_tokens_and_skips_constructed_
              reader_data.Example("a", "What colour is the lamp not?", context, None, None, "negation"),
              reader_data.Example("a", "What colour is the lamp?", "It was made in Oslo.", None, None, "neg-window"),
              reader_data.Example("a", "What colour is the lamp?", context, None, None, "unanswerable")]
-    features, skipped = train_reader.featurize(tokenizer, batch, 64, 16, __import__("random").Random(0))
+    features, skipped = train_reader.featurize(tokenizer, batch, 64, 16, random.Random(0))
     assert skipped == 0 and [f[4] for f in features] == [True, False, True, True]
     assert tokenizer.decode(features[0][0][features[0][2] : features[0][3] + 1]) == "red"
 
