@@ -12,6 +12,7 @@ from components.core.verification.answers import (
     answer_score,
     best_answer,
     conflict_share,
+    supported_rivals,
     document_piece,
     find_conflicts,
     locate_answer,
@@ -338,12 +339,20 @@ class VerifierRouter:
 
         decision, target = route_decision(level, judgement.verdict, self.max_level)
         if decision == "answers":
-            signals = verified_answer_signals(query, best, answers, documents, evidence, level, self.analyzer)
+            judged: dict[int, tuple[Judgement, Evidence | None]] = {}  # each other answer judged once
+
+            def judge_other(candidate):
+                if id(candidate) not in judged:
+                    judged[id(candidate)] = self.judge(query, candidate, visibles)
+                return judged[id(candidate)]
+
+            rivals = supported_rivals(best, answers, judge_other)
+            signals = verified_answer_signals(query, best, answers, documents, evidence, level, self.analyzer, rivals)
             kind = answer_kind(best)
             calibrator = self.calibrator(kind)
             confidence = calibrator.predict(signals) if calibrator is not None else None
-            conflicts = find_conflicts(best, answers, lambda a: self.judge(query, a, visibles),
-                                       self.conflict_candidates, self.conflict_min_score_ratio)
+            conflicts = find_conflicts(best, answers, judge_other, self.conflict_candidates,
+                                       self.conflict_min_score_ratio)
             reason = judgement.reason
             if conflicts:  # the sources disagree: both are said, and the confidence falls
                 reason = conflict_reason(best, conflicts)

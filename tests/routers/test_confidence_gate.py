@@ -5,6 +5,8 @@ import pytest
 
 from components.core.verification.confidence import SIGNALS, CalibrationFile, Calibrator
 from components.routers.verifier_router import VerifierRouter
+from haystack.dataclasses import ExtractedAnswer
+
 from tests.routers.test_verifier_router import QUERY, SOURCE, ans, doc
 
 
@@ -60,3 +62,30 @@ def test_a_generated_answer_uses_the_generative_combiner(tmp_path):
     (a,) = v.run(query=QUERY, answers=[g], documents=[doc(18, 127)])["answers"]
     assert a.meta["signals"]["evidence_coverage"] == 1.0  # verbatim in its cited passage
     assert a.meta["confidence"] == pytest.approx(1 / (1 + __import__("math").exp(-2.0)))  # not the extractive 0.047
+
+
+def test_a_runner_up_the_verifier_rules_out_is_no_rival_in_the_supported_margin(calibration):
+    """'14 days' is Acme Basic's refund window: the reader rates it almost as high as Acme Pro's '30 days', so the
+    plain margin is 0.01, but its sentence never names Acme Pro — the verifier refuses it and the supported margin
+    is the full score. A second source stating Acme Pro's window differently is a rival, and counts (and, judged
+    once for both, it is also reported as a conflict)."""
+    from haystack import Document
+
+    v = VerifierRouter(calibration=calibration, min_confidence=0.0)
+    v.warm_up()
+    pro, basic = SOURCE.index("30 days"), SOURCE.index("14 days")
+    answers = [ans("30 days", pro, pro + 7, score=0.80), ans("14 days", basic, basic + 7, score=0.79)]
+    (answer,) = v.run(query=QUERY, answers=answers, documents=[doc(0, 277)])["answers"]
+    assert answer.data == "30 days"
+    assert answer.meta["signals"]["reader_margin"] == pytest.approx(0.01)
+    assert answer.meta["signals"]["supported_margin"] == pytest.approx(0.80)
+
+    other = "Acme Pro update\n\nRefunds for Acme Pro are available within 60 days."
+    second = Document(content=other, meta={"doc_id": "update", "char_start": 0, "char_end": len(other),
+                                           "level": "window", "route": ["retrieve", "rerank", "expand"]})
+    at = other.index("60 days")
+    rival = ExtractedAnswer(query=QUERY, score=0.70, data="60 days",
+                            meta={"doc_id": "update", "char_start": at, "char_end": at + 7})
+    (answer,) = v.run(query=QUERY, answers=[*answers, rival], documents=[doc(0, 277), second])["answers"]
+    assert answer.meta["signals"]["supported_margin"] == pytest.approx(0.10)
+    assert answer.meta["reason"].startswith("conflict:") and answer.meta["conflicts"][0]["answer"] == "60 days"

@@ -152,6 +152,23 @@ def find_conflicts(best: Any, answers: list[Any], judge, max_candidates: int, mi
     return found
 
 
+def supported_rivals(best: Any, answers: list[Any], judge) -> list[float]:
+    """The scores of the reader's other answers that say something else — neither text holds the other, so
+    ``30 days`` is not a rival of ``30 days of purchase`` — and that ``judge(answer)`` also finds SUPPORTED: the
+    alternatives the verifier could not rule out. A runner-up whose evidence lacks the question's key terms (the
+    Hub Pro's ``150`` to a question about the Hub Mini) is no rival, however close its reader score."""
+    said = _norm(best.data)
+    scores = []
+    for candidate in ranked_answers(answers):
+        text = _norm(candidate.data)
+        if candidate is best or not text or text in said or said in text:
+            continue
+        judgement, _ = judge(candidate)
+        if judgement.verdict == "SUPPORTED":
+            scores.append(answer_score(candidate))
+    return scores
+
+
 def conflict_share(best: Any, conflicts: list[tuple]) -> float:
     """The best answer's share of the reader's score among the supported, disagreeing answers: the factor its
     confidence is multiplied by (two equally rated sources that disagree: one half)."""

@@ -4,6 +4,8 @@ Signals (``SIGNALS``, all numbers, computed by ``answer_signals`` for every veri
 
 - ``reader_score`` — the reader's score of the answer (QA-model probability, or the sentence score offline);
 - ``reader_margin`` — that score minus the best other answer's score;
+- ``supported_margin`` — that score minus the best score of the other answers that say something else and that
+  the verifier also supports (``answers.supported_rivals``): a runner-up the evidence rules out is no rival;
 - ``no_answer`` — the reader's own no-answer score;
 - ``rerank`` / ``rerank_margin`` — the re-rank score (a cross-encoder logit, or the bi-encoder cosine
   offline) of the window holding the answer, and its margin over the best other window;
@@ -47,9 +49,9 @@ from haystack.dataclasses import GeneratedAnswer
 
 from components.core.errors import SpanQAError
 
-SIGNALS = ("reader_score", "reader_margin", "no_answer", "rerank", "rerank_margin", "fused", "window_rank",
-           "term_coverage", "sentence_coverage", "missing_terms", "answer_in_question", "asks_type", "typed", "level",
-           "agreement", "answer_words", "evidence_coverage")
+SIGNALS = ("reader_score", "reader_margin", "supported_margin", "no_answer", "rerank", "rerank_margin", "fused",
+           "window_rank", "term_coverage", "sentence_coverage", "missing_terms", "answer_in_question", "asks_type",
+           "typed", "level", "agreement", "answer_words", "evidence_coverage")
 LEVELS = {"chunk": 0, "window": 0, "paragraph": 1, "passage": 2}
 FORMAT = "spanqa-calibrator/1"
 FILE_FORMAT = "spanqa-calibration/1"
@@ -82,7 +84,7 @@ def window_scores(doc) -> tuple[float, float]:
 def answer_signals(*, answer_score: float, other_scores: Sequence[float], no_answer: float, window, windows: Sequence,
                    term_coverage: float, asks_type: bool, typed: bool, level: str, answer_text: str,
                    evidence_coverage: float, sentence_coverage: float = 0.0, missing_terms: float = 0.0,
-                   answer_in_question: float = 0.0) -> dict[str, float]:
+                   answer_in_question: float = 0.0, rival_scores: Sequence[float] = ()) -> dict[str, float]:
     """The signals of one verified answer (see the module docstring); ``window`` is the read document holding it."""
     rerank, fused = window_scores(window)
     others = [window_scores(w)[0] for w in windows if w is not window]
@@ -92,6 +94,7 @@ def answer_signals(*, answer_score: float, other_scores: Sequence[float], no_ans
     return {
         "reader_score": _num(answer_score),
         "reader_margin": _num(answer_score) - max((_num(s) for s in other_scores), default=0.0),
+        "supported_margin": _num(answer_score) - max((_num(s) for s in rival_scores), default=0.0),
         "no_answer": _num(no_answer),
         "rerank": rerank,
         "rerank_margin": rerank - max(others, default=rerank),
@@ -111,7 +114,8 @@ def answer_signals(*, answer_score: float, other_scores: Sequence[float], no_ans
 
 
 def verified_signals(query: str, answer, score: float, other_scores: Sequence[float], no_answer: float,
-                     documents: Sequence, evidence, level: str, analyzer) -> dict[str, float]:
+                     documents: Sequence, evidence, level: str, analyzer,
+                     rival_scores: Sequence[float] = ()) -> dict[str, float]:
     """``answer_signals`` of a verified answer from what the verifier holds: its ``Evidence``
     (``components.core.verification.checks``), the read documents and the analyzer that made the question's terms."""
     from components.core.reading.short_answer import wanted
@@ -136,7 +140,8 @@ def verified_signals(query: str, answer, score: float, other_scores: Sequence[fl
         term_coverage=share(near), sentence_coverage=share(own), missing_terms=1.0 - share(read),
         answer_in_question=len(answer_terms & set(analyzer(query))) / len(answer_terms) if answer_terms else 0.0,
         asks_type=wanted(query) is not None, typed=bool(meta.get("short_answer")), level=level,
-        answer_text=str(answer.data or ""), evidence_coverage=evidence.coverage if evidence is not None else 0.0)
+        answer_text=str(answer.data or ""), evidence_coverage=evidence.coverage if evidence is not None else 0.0,
+        rival_scores=rival_scores)
 
 
 @dataclass

@@ -49,9 +49,11 @@ def conflict_reason(best: Any, conflicts: list[tuple]) -> str:
 
 
 def verified_answer_signals(query: str, best: Any, answers: list[Any], documents: list, evidence: Evidence | None,
-                            level: str, analyzer) -> dict[str, float]:
+                            level: str, analyzer, rival_scores: list[float] | None = None) -> dict[str, float]:
     """The confidence signals of a verified answer (``confidence.verified_signals``) from the reader's answers:
-    the other spans' scores and the best no-answer score beside the chosen one."""
+    the other spans' scores, the best no-answer score beside the chosen one and the scores of the other answers
+    the verifier also supported (``answers.supported_rivals``; none when not given)."""
     others = [answer_score(a) for a in answers if a is not best and not is_abstention(a)]
     no_answer = max((answer_score(a) for a in answers if is_abstention(a)), default=0.0)
-    return verified_signals(query, best, answer_score(best), others, no_answer, documents, evidence, level, analyzer)
+    return verified_signals(query, best, answer_score(best), others, no_answer, documents, evidence, level, analyzer,
+                            rival_scores=rival_scores or [])

@@ -1,5 +1,6 @@
 """The verifier's view of reader answers: abstentions, the best answer, and where an answer stands."""
 
+import pytest
 from haystack import Document
 from haystack.dataclasses import ExtractedAnswer, GeneratedAnswer
 
@@ -58,3 +59,36 @@ def test_locate_generated_answer_inside_its_cited_span():
     evidence = answers.locate_answer(answer, visibles, Analyzer(), lead_in_units=1)
     assert evidence is not None and evidence.answer is None
     assert evidence.evidence_text == "Refunds take 30 days."
+
+
+def test_supported_rivals_are_other_supported_values_and_the_margin_counts_only_them():
+    """A runner-up the verifier rules out is no rival; one that says the same thing in fewer words is none either;
+    each candidate is judged once, and the signal is the best score minus the best rival's (else the score)."""
+    from types import SimpleNamespace
+
+    from components.core.verification.confidence import answer_signals
+
+    best = ExtractedAnswer(query="q", score=0.76, data="30 days of purchase")
+    shorter = ExtractedAnswer(query="q", score=0.75, data="30 days")  # inside the best: the same answer
+    ruled_out = ExtractedAnswer(query="q", score=0.74, data="150")  # its evidence lacks a key term
+    rival = ExtractedAnswer(query="q", score=0.50, data="14 days")
+    abstain = ExtractedAnswer(query="q", score=0.90, data=None)
+    calls = []
+
+    def judge(a):
+        calls.append(a.data)
+        return SimpleNamespace(verdict="SUPPORTED" if a.data != "150" else "UNSUPPORTED"), None
+
+    assert answers.supported_rivals(best, [abstain, shorter, best, ruled_out, rival], judge) == [0.50]
+    assert calls == ["150", "14 days"]
+    assert answers.supported_rivals(best, [best, shorter], judge) == []
+
+    def signals(rivals):
+        return answer_signals(answer_score=0.76, other_scores=[0.75, 0.74, 0.5], no_answer=0.9,
+                              window=Document(content="x"), windows=[], term_coverage=1.0, asks_type=False,
+                              typed=False, level="window", answer_text="30 days of purchase", evidence_coverage=1.0,
+                              rival_scores=rivals)
+
+    assert signals([0.50])["supported_margin"] == pytest.approx(0.26)
+    assert signals([0.50])["reader_margin"] == pytest.approx(0.01)
+    assert signals([])["supported_margin"] == pytest.approx(0.76)
