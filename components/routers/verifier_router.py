@@ -11,17 +11,13 @@ from components.core.text.analysis import Analyzer
 from components.core.verification.answers import (
     answer_score,
     best_answer,
-    conflict_share,
-    supported_rivals,
     document_piece,
-    find_conflicts,
     locate_answer,
     ranked_answers,
     reader_prefers_no_answer,
 )
 from components.core.verification.confidence import CalibrationFile, Calibrator, answer_kind, project_path
-from components.core.verification.outcome import (answer_spans, conflict_reason, not_found_answer,
-                                                   verified_answer_signals)
+from components.core.verification.outcome import not_found_answer, supported_meta
 from components.core.errors import SpanQAError
 from components.core.text.injection import directive_reason
 from components.core.verification.judgements import DEFAULT_HYPOTHESIS, Judgement, lexical_judgement, nli_judgement
@@ -339,42 +335,16 @@ class VerifierRouter:
 
         decision, target = route_decision(level, judgement.verdict, self.max_level)
         if decision == "answers":
-            judged: dict[int, tuple[Judgement, Evidence | None]] = {}  # each other answer judged once
-
-            def judge_other(candidate):
-                if id(candidate) not in judged:
-                    judged[id(candidate)] = self.judge(query, candidate, visibles)
-                return judged[id(candidate)]
-
-            rivals = supported_rivals(best, answers, judge_other)
-            signals = verified_answer_signals(query, best, answers, documents, evidence, level, self.analyzer, rivals)
             kind = answer_kind(best)
-            calibrator = self.calibrator(kind)
-            confidence = calibrator.predict(signals) if calibrator is not None else None
-            conflicts = find_conflicts(best, answers, judge_other, self.conflict_candidates,
-                                       self.conflict_min_score_ratio)
-            reason = judgement.reason
-            if conflicts:  # the sources disagree: both are said, and the confidence falls
-                reason = conflict_reason(best, conflicts)
-                if confidence is not None:
-                    confidence *= conflict_share(best, conflicts)
-            meta = {
-                **(best.meta or {}),
-                "verdict": judgement.verdict,
-                "reason": reason,
-                "route": route,
-                "spans": answer_spans(evidence, judgement),
-                "conflicts": [{"answer": c.data, "spans": answer_spans(e, j)} for c, j, e in conflicts],
-                "signals": signals,
-                "confidence": confidence,
-            }
-            bar = self.confidence_bar(kind)
+            meta = supported_meta(query, best, answers, documents, evidence, judgement, route, level, self.analyzer,
+                                  lambda a: self.judge(query, a, visibles), self.calibrator(kind),
+                                  self.conflict_candidates, self.conflict_min_score_ratio)
+            confidence, bar = meta["confidence"], self.confidence_bar(kind)
             if confidence is not None and bar is not None and confidence < bar:
                 why = f"low_confidence: confidence {confidence:.2f} below min_confidence {bar:.2f}"
-                out = self._not_found(query, why + (f" ({reason})" if conflicts else ""),
+                out = self._not_found(query, why + (f" ({meta['reason']})" if meta["conflicts"] else ""),
                                       [*route, "confidence:low"], judgement.verdict, best)
-                out["not_found"][0].meta.update(signals=signals, confidence=confidence, spans=meta["spans"],
-                                                conflicts=meta["conflicts"])
+                out["not_found"][0].meta.update({k: meta[k] for k in ("signals", "confidence", "spans", "conflicts")})
                 return out
             return {"answers": [replace(best, meta=meta)]}
         if decision == "widen" and f"widen:{target}" in base_route:

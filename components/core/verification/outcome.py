@@ -1,5 +1,6 @@
 """What the verifier returns, as plain functions: the spans of a verified answer, the NOT_FOUND answer, the reason
-that names conflicting sources and the confidence signals of a verified answer.
+that names conflicting sources, the confidence signals of a verified answer and the whole meta of a SUPPORTED one
+(``supported_meta``: signals, calibrated confidence, conflicts).
 
 ```python
 from components.core.verification.outcome import not_found_answer
@@ -15,7 +16,8 @@ from typing import Any
 
 from haystack.dataclasses import ExtractedAnswer
 
-from components.core.verification.answers import answer_score, is_abstention
+from components.core.verification.answers import (answer_score, conflict_share, find_conflicts, is_abstention,
+                                                  supported_rivals)
 from components.core.verification.checks import NOT_FOUND, Evidence, span_dict
 from components.core.verification.confidence import verified_signals
 from components.core.verification.judgements import Judgement
@@ -57,3 +59,45 @@ def verified_answer_signals(query: str, best: Any, answers: list[Any], documents
     no_answer = max((answer_score(a) for a in answers if is_abstention(a)), default=0.0)
     return verified_signals(query, best, answer_score(best), others, no_answer, documents, evidence, level, analyzer,
                             rival_scores=rival_scores or [])
+
+
+def judged_once(judge):
+    """``judge(answer)`` remembered by the answer's identity: each candidate is judged once, however many checks ask
+    (the supported rivals and the conflict check both do)."""
+    memo: dict[int, Any] = {}
+
+    def once(answer):
+        if id(answer) not in memo:
+            memo[id(answer)] = judge(answer)
+        return memo[id(answer)]
+
+    return once
+
+
+def supported_meta(query: str, best: Any, answers: list[Any], documents: list, evidence: Evidence,
+                   judgement: Judgement, route: list[str], level: str, analyzer, judge, calibrator,
+                   conflict_candidates: int, conflict_min_score_ratio: float) -> dict[str, Any]:
+    """The ``meta`` of a SUPPORTED answer: its verdict, reason, route and spans, the other sources that state a
+    different value (``find_conflicts``: then the reason names them and the confidence is multiplied by the best
+    answer's share), the confidence signals (with the ``supported_rivals`` that ``judge(answer)`` also supports)
+    and the calibrated confidence (``None`` without a ``calibrator``)."""
+    judge = judged_once(judge)
+    rivals = supported_rivals(best, answers, judge)
+    signals = verified_answer_signals(query, best, answers, documents, evidence, level, analyzer, rivals)
+    confidence = calibrator.predict(signals) if calibrator is not None else None
+    conflicts = find_conflicts(best, answers, judge, conflict_candidates, conflict_min_score_ratio)
+    reason = judgement.reason
+    if conflicts:  # the sources disagree: both are said, and the confidence falls
+        reason = conflict_reason(best, conflicts)
+        if confidence is not None:
+            confidence *= conflict_share(best, conflicts)
+    return {
+        **(best.meta or {}),
+        "verdict": judgement.verdict,
+        "reason": reason,
+        "route": route,
+        "spans": answer_spans(evidence, judgement),
+        "conflicts": [{"answer": c.data, "spans": answer_spans(e, j)} for c, j, e in conflicts],
+        "signals": signals,
+        "confidence": confidence,
+    }

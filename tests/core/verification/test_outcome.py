@@ -26,3 +26,12 @@ def test_conflict_reason_names_each_source_best_first():
     other = answer("30 days", 0.6, "refund-policy.md")
     assert conflict_reason(best, [(other, None, None)]) == (
         "conflict: billing-update.md says '48 hours'; refund-policy.md says '30 days'")
+
+
+def test_judged_once_asks_the_judge_once_per_answer_object():
+    from components.core.verification.outcome import judged_once
+
+    calls = []
+    a, b = ExtractedAnswer(query="q", score=0.5, data="x"), ExtractedAnswer(query="q", score=0.5, data="x")
+    once = judged_once(lambda ans: calls.append(ans) or len(calls))
+    assert [once(a), once(b), once(a), once(b)] == [1, 2, 1, 2] and calls == [a, b]
