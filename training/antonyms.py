@@ -1,5 +1,5 @@
 """Write ``training/wordnet-antonyms.tsv``: the single-word antonym pairs of WordNet 3.1 (adjectives, adverbs,
-verbs, nouns), one pair a line, for ``reader_data.antonym_question`` (SQuAD 2.0's "antonym" kind of unanswerable
+verbs, nouns), one pair a line, for ``unanswerable.antonym_question`` (SQuAD 2.0's "antonym" kind of unanswerable
 question: "What is the *largest* city?" asked of a paragraph that names the largest city and no smallest one).
 
 WordNet's antonym pointers (``!``) are lexical: they join one word of a synset to one word of another, so the

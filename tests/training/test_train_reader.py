@@ -16,6 +16,7 @@ DATA = ROOT.parent / "shared" / "data" / "squad-train"
 sys.path.insert(0, str(ROOT / "training"))
 
 import reader_data  # noqa: E402
+import unanswerable  # noqa: E402
 import train_reader  # noqa: E402
 
 needs_data = pytest.mark.skipif(not (DATA / "train-v2.0-subset.json").exists(),
@@ -137,13 +138,13 @@ def test_swapped_question_trades_a_word_the_paragraph_has_for_one_of_another_par
     other = "The clock was built in 1875 by Charles Babbage."
     q = reader_data.Question("q", "Who made the lamp in 1990?", context, ((context.index("Ada"), "Ada Lovelace"),),
                              (), "A", 0)
-    made = {reader_data.swapped_question(q, [context, other], random.Random(s)) for s in range(30)}
+    made = {unanswerable.swapped_question(q, [context, other], random.Random(s)) for s in range(30)}
     assert made == {"Who made the clock in 1990?", "Who made the lamp in 1875?"}  # noun for noun, number for number
     in_answer = reader_data.Question("q", "Who made the lamp in 1990?", context,
                                      ((context.index("lamp"), "lamp"),), (), "A", 0)
-    assert {reader_data.swapped_question(in_answer, [context, other], random.Random(s)) for s in range(30)} == {
+    assert {unanswerable.swapped_question(in_answer, [context, other], random.Random(s)) for s in range(30)} == {
         "Who made the lamp in 1875?"}  # a word of the answer is never the one swapped
-    assert reader_data.swapped_question(q, [context], random.Random(0)) is None  # no other paragraph
+    assert unanswerable.swapped_question(q, [context], random.Random(0)) is None  # no other paragraph
     stream = reader_data.examples([q, reader_data.Question("r", "What colour is it?", other, ((0, "The"),), (), "A", 1)],
                                   seed=1, negatives=0.0, swaps=1.0)
     swaps = [ex for ex in (next(stream) for _ in range(40)) if ex.kind == "swap"]

@@ -13,6 +13,7 @@ sys.path.insert(0, str(ROOT / "training"))
 
 import antonyms  # noqa: E402
 import reader_data  # noqa: E402
+import unanswerable  # noqa: E402
 
 CONTEXT = "The largest city of the region is Lyon. The old bridge was opened in 1990 by the mayor."
 
@@ -22,15 +23,15 @@ def _q(question, answer="Lyon", qid="q"):
 
 
 def test_negated_question_puts_not_before_the_verb_after_the_auxiliary_or_after_a_lone_copula():
-    assert reader_data.negated_question(_q("When was the old bridge opened?", "1990")) == \
+    assert unanswerable.negated_question(_q("When was the old bridge opened?", "1990")) == \
         "When was the old bridge not opened?"
-    assert reader_data.negated_question(_q("What is the largest city of the region?")) == \
+    assert unanswerable.negated_question(_q("What is the largest city of the region?")) == \
         "What is not the largest city of the region?"
-    assert reader_data.negated_question(_q("Who did the mayor meet?")) == "Who did the mayor not meet?"
+    assert unanswerable.negated_question(_q("Who did the mayor meet?")) == "Who did the mayor not meet?"
     # already negated (taking the negation out can make it answerable), or no auxiliary after the first word
-    assert reader_data.negated_question(_q("Which city was never the largest?")) is None
-    assert reader_data.negated_question(_q("Which city isn't the largest?")) is None
-    assert reader_data.negated_question(_q("Who opened the old bridge?", "mayor")) is None
+    assert unanswerable.negated_question(_q("Which city was never the largest?")) is None
+    assert unanswerable.negated_question(_q("Which city isn't the largest?")) is None
+    assert unanswerable.negated_question(_q("Who opened the old bridge?", "mayor")) is None
 
 
 def test_antonym_question_trades_a_word_the_paragraph_uses_for_an_antonym_it_lacks_inflected_alike():
@@ -38,22 +39,22 @@ def test_antonym_question_trades_a_word_the_paragraph_uses_for_an_antonym_it_lac
              ("city", "n"): ("country",)}
     vocabulary = {"smallest", "newer", "closed", "larger"}
     q = _q("What is the largest city of the region?")
-    made = {reader_data.antonym_question(q, vocabulary, random.Random(s), table) for s in range(20)}
+    made = {unanswerable.antonym_question(q, vocabulary, random.Random(s), table) for s in range(20)}
     assert made == {"What is the smallest city of the region?"}  # the noun "city" is never traded
     bridge = _q("When was the old bridge opened?", "1990")
-    made = {reader_data.antonym_question(bridge, vocabulary, random.Random(s), table) for s in range(40)}
+    made = {unanswerable.antonym_question(bridge, vocabulary, random.Random(s), table) for s in range(40)}
     assert made == {"When was the new bridge opened?", "When was the young bridge opened?",
                     "When was the old bridge closed?"}
     # the antonym's form must exist in the vocabulary: "closed" gone, only base forms are left
-    assert {reader_data.antonym_question(bridge, set(), random.Random(s), table) for s in range(40)} == {
+    assert {unanswerable.antonym_question(bridge, set(), random.Random(s), table) for s in range(40)} == {
         "When was the new bridge opened?", "When was the young bridge opened?"}
     # a word of the answer is never traded, nor one the paragraph lacks, nor one whose antonym it already uses
-    assert reader_data.antonym_question(_q("What is the largest city?", "largest city"), vocabulary,
+    assert unanswerable.antonym_question(_q("What is the largest city?", "largest city"), vocabulary,
                                         random.Random(0), table) is None
-    assert reader_data.antonym_question(_q("What is a large town?"), vocabulary, random.Random(0), table) is None
+    assert unanswerable.antonym_question(_q("What is a large town?"), vocabulary, random.Random(0), table) is None
     both = reader_data.Question("q", "What is the largest city?", CONTEXT + " The smallest is Vaux.",
                                 ((CONTEXT.index("Lyon"), "Lyon"),), (), "A", 0)
-    assert reader_data.antonym_question(both, vocabulary, random.Random(0), table) is None
+    assert unanswerable.antonym_question(both, vocabulary, random.Random(0), table) is None
 
 
 def test_the_stream_yields_the_new_kinds_as_no_answer_on_the_answer_window_and_is_unchanged_when_they_are_off():
@@ -92,14 +93,14 @@ def test_antonyms_reads_wordnet_lexical_antonym_pointers_between_single_words(tm
     assert antonyms.main([str(tmp_path), "--out", str(out)]) == 0
     lines = out.read_text().splitlines()
     assert "# WordNet licence text" in lines and lines[-2:] == ["large\tsmall\ta", "small\tlarge\ta"]
-    table = reader_data.antonym_table(str(out))
+    table = unanswerable.antonym_table(str(out))
     assert table == {("large", "a"): ("small",), ("small", "a"): ("large",)}
 
 
 def test_the_shipped_antonym_table_holds_common_pairs_and_its_licence():
-    text = reader_data.ANTONYMS_FILE.read_text(encoding="utf-8")
+    text = unanswerable.ANTONYMS_FILE.read_text(encoding="utf-8")
     assert "Princeton University" in text  # WordNet's notice travels with its data
-    table = reader_data.antonym_table()
+    table = unanswerable.antonym_table()
     assert "small" in table[("large", "a")] and "lose" in table[("win", "v")] and "late" in table[("early", "a")]
 
 
