@@ -152,21 +152,21 @@ def find_conflicts(best: Any, answers: list[Any], judge, max_candidates: int, mi
     return found
 
 
-def supported_rivals(best: Any, answers: list[Any], judge) -> list[float]:
-    """The scores of the reader's other answers that say something else — neither text holds the other, so
+def best_rival(best: Any, answers: list[Any], judge) -> Any | None:
+    """The reader's highest-scoring other answer that says something else — neither text holds the other, so
     ``30 days`` is not a rival of ``30 days of purchase`` — and that ``judge(answer)`` also finds SUPPORTED: the
-    alternatives the verifier could not rule out. A runner-up whose evidence lacks the question's key terms (the
-    Hub Pro's ``150`` to a question about the Hub Mini) is no rival, however close its reader score."""
+    best alternative the verifier could not rule out (None when there is none). A runner-up whose evidence lacks
+    the question's key terms (the Hub Pro's ``150`` to a question about the Hub Mini) is no rival, however close
+    its reader score. Candidates are judged best first, and the first supported one ends the search."""
     said = _norm(best.data)
-    scores = []
     for candidate in ranked_answers(answers):
         text = _norm(candidate.data)
         if candidate is best or not text or text in said or said in text:
             continue
         judgement, _ = judge(candidate)
         if judgement.verdict == "SUPPORTED":
-            scores.append(answer_score(candidate))
-    return scores
+            return candidate
+    return None
 
 
 def conflict_share(best: Any, conflicts: list[tuple]) -> float:

@@ -5,7 +5,7 @@ Signals (``SIGNALS``, all numbers, computed by ``answer_signals`` for every veri
 - ``reader_score`` — the reader's score of the answer (QA-model probability, or the sentence score offline);
 - ``reader_margin`` — that score minus the best other answer's score;
 - ``supported_margin`` — that score minus the best score of the other answers that say something else and that
-  the verifier also supports (``answers.supported_rivals``): a runner-up the evidence rules out is no rival;
+  the verifier also supports (``answers.best_rival``): a runner-up the evidence rules out is no rival;
 - ``no_answer`` — the reader's own no-answer score;
 - ``rerank`` / ``rerank_margin`` — the re-rank score (a cross-encoder logit, or the bi-encoder cosine
   offline) of the window holding the answer, and its margin over the best other window;

@@ -16,8 +16,8 @@ from typing import Any
 
 from haystack.dataclasses import ExtractedAnswer
 
-from components.core.verification.answers import (answer_score, conflict_share, find_conflicts, is_abstention,
-                                                  supported_rivals)
+from components.core.verification.answers import (answer_score, best_rival, conflict_share, find_conflicts,
+                                                  is_abstention)
 from components.core.verification.checks import NOT_FOUND, Evidence, span_dict
 from components.core.verification.confidence import verified_signals
 from components.core.verification.judgements import Judgement
@@ -54,7 +54,7 @@ def verified_answer_signals(query: str, best: Any, answers: list[Any], documents
                             level: str, analyzer, rival_scores: list[float] | None = None) -> dict[str, float]:
     """The confidence signals of a verified answer (``confidence.verified_signals``) from the reader's answers:
     the other spans' scores, the best no-answer score beside the chosen one and the scores of the other answers
-    the verifier also supported (``answers.supported_rivals``; none when not given)."""
+    the verifier also supported (``answers.best_rival``'s; none when not given)."""
     others = [answer_score(a) for a in answers if a is not best and not is_abstention(a)]
     no_answer = max((answer_score(a) for a in answers if is_abstention(a)), default=0.0)
     return verified_signals(query, best, answer_score(best), others, no_answer, documents, evidence, level, analyzer,
@@ -79,10 +79,11 @@ def supported_meta(query: str, best: Any, answers: list[Any], documents: list, e
                    conflict_candidates: int, conflict_min_score_ratio: float) -> dict[str, Any]:
     """The ``meta`` of a SUPPORTED answer: its verdict, reason, route and spans, the other sources that state a
     different value (``find_conflicts``: then the reason names them and the confidence is multiplied by the best
-    answer's share), the confidence signals (with the ``supported_rivals`` that ``judge(answer)`` also supports)
+    answer's share), the confidence signals (with the ``best_rival`` that ``judge(answer)`` also supports)
     and the calibrated confidence (``None`` without a ``calibrator``)."""
     judge = judged_once(judge)
-    rivals = supported_rivals(best, answers, judge)
+    rival = best_rival(best, answers, judge)
+    rivals = [answer_score(rival)] if rival is not None else []
     signals = verified_answer_signals(query, best, answers, documents, evidence, level, analyzer, rivals)
     confidence = calibrator.predict(signals) if calibrator is not None else None
     conflicts = find_conflicts(best, answers, judge, conflict_candidates, conflict_min_score_ratio)

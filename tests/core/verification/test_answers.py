@@ -61,9 +61,10 @@ def test_locate_generated_answer_inside_its_cited_span():
     assert evidence.evidence_text == "Refunds take 30 days."
 
 
-def test_supported_rivals_are_other_supported_values_and_the_margin_counts_only_them():
+def test_the_best_rival_is_the_first_other_supported_value_and_the_margin_counts_only_it():
     """A runner-up the verifier rules out is no rival; one that says the same thing in fewer words is none either;
-    each candidate is judged once, and the signal is the best score minus the best rival's (else the score)."""
+    the search stops at the first supported one (the best, as candidates come best first), and the signal is the
+    best score minus the rival's (else the score itself)."""
     from types import SimpleNamespace
 
     from components.core.verification.confidence import answer_signals
@@ -72,6 +73,7 @@ def test_supported_rivals_are_other_supported_values_and_the_margin_counts_only_
     shorter = ExtractedAnswer(query="q", score=0.75, data="30 days")  # inside the best: the same answer
     ruled_out = ExtractedAnswer(query="q", score=0.74, data="150")  # its evidence lacks a key term
     rival = ExtractedAnswer(query="q", score=0.50, data="14 days")
+    later = ExtractedAnswer(query="q", score=0.40, data="60 days")
     abstain = ExtractedAnswer(query="q", score=0.90, data=None)
     calls = []
 
@@ -79,9 +81,9 @@ def test_supported_rivals_are_other_supported_values_and_the_margin_counts_only_
         calls.append(a.data)
         return SimpleNamespace(verdict="SUPPORTED" if a.data != "150" else "UNSUPPORTED"), None
 
-    assert answers.supported_rivals(best, [abstain, shorter, best, ruled_out, rival], judge) == [0.50]
-    assert calls == ["150", "14 days"]
-    assert answers.supported_rivals(best, [best, shorter], judge) == []
+    assert answers.best_rival(best, [later, abstain, shorter, best, ruled_out, rival], judge) is rival
+    assert calls == ["150", "14 days"]  # never "60 days": a lower score cannot be the best rival
+    assert answers.best_rival(best, [best, shorter, ruled_out], judge) is None
 
     def signals(rivals):
         return answer_signals(answer_score=0.76, other_scores=[0.75, 0.74, 0.5], no_answer=0.9,
