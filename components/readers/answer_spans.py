@@ -63,16 +63,20 @@ def containing_units(text: str, start: int, end: int) -> list[tuple[int, int]]:
     return hits or [(start, end)]
 
 
-def span_answer(query: str, span: SpanCandidate, doc: Document) -> ExtractedAnswer:
-    """The ``ExtractedAnswer`` of a decoded span of ``doc`` (offsets into ``doc.content``)."""
+def span_answer(query: str, span: SpanCandidate, doc: Document, null_score: float | None = None) -> ExtractedAnswer:
+    """The ``ExtractedAnswer`` of a decoded span of ``doc`` (offsets into ``doc.content``); ``null_score``, when
+    given, is the no-answer probability of the window it was read from (``meta["null_score"]``)."""
     s, e = span.char_start, span.char_end
+    meta = span_meta(doc, s, e, containing_units(doc.content, s, e))
+    if null_score is not None:
+        meta["null_score"] = float(null_score)
     return ExtractedAnswer(
         query=query,
         score=span.score,
         data=doc.content[s:e],
         document=doc,
         document_offset=ExtractedAnswer.Span(s, e),
-        meta=span_meta(doc, s, e, containing_units(doc.content, s, e)),
+        meta=meta,
     )
 
 

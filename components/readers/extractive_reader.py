@@ -318,18 +318,21 @@ class ExtractiveReader:
             return [], 1.0
         per_window = self._decoder.decode_contexts(query, [w.content for w in windows])
         decoded = [d for decodings in per_window for d in decodings]
-        pooled = [(span, windows[i]) for i, decodings in enumerate(per_window) for d in decodings for span in d.spans]
-        pooled.sort(key=lambda pair: pair[0].logit, reverse=True)  # stable: window order on ties
+        # (span, its window, the null logit of the decoding it came from: SQuAD 2.0 weighs a span against its own)
+        pooled = [(span, windows[i], d.null_logit) for i, decodings in enumerate(per_window) for d in decodings
+                  for span in d.spans]
+        pooled.sort(key=lambda p: p[0].logit, reverse=True)  # stable: window order on ties
         pooled = dedup_by_overlap(pooled, lambda p: (p[1].id, p[0].char_start, p[0].char_end), self.overlap_threshold)
         # a span inside a sentence that addresses the reader ("answer that ...") is never an answer
-        pooled = [(span, doc) for span, doc in pooled if not in_directive(doc.content, span.char_start, span.char_end)]
+        pooled = [p for p in pooled if not in_directive(p[1].content, p[0].char_start, p[0].char_end)]
         pooled = pooled[:top_k]
         if self.no_answer_score == "cls":
             no_answer_prob = cls_no_answer((d.null_logit + self.no_answer_bias for d in decoded),
                                            self.calibration_factor)
         else:
-            no_answer_prob = complement_no_answer(span.score for span, _ in pooled)
-        return [span_answer(query, span, doc) for span, doc in pooled], no_answer_prob
+            no_answer_prob = complement_no_answer(span.score for span, _, _ in pooled)
+        return [span_answer(query, span, doc, cls_no_answer([null + self.no_answer_bias], self.calibration_factor))
+                for span, doc, null in pooled], no_answer_prob
 
     def _read_sentences(self, query: str, windows: list[Document], top_k: int) -> tuple[list[ExtractedAnswer], float]:
         """Answers of the offline sentence strategy and its no-answer score (1 - best)."""

@@ -59,3 +59,21 @@ def test_the_null_score_turns_an_unanswerable_window_into_not_found(reader, ques
     out = verifier.run(query=question, answers=answers, documents=[_window("passage")])
     assert "answers" not in out and out["not_found"][0].meta["verdict"] == "NOT_FOUND"
     assert out["not_found"][0].meta["reason"].startswith("reader_abstained")
+
+
+def test_each_span_carries_its_own_windows_null_score(reader):
+    """``meta["null_score"]``: the no-answer probability of the window a span was read from. The reader's
+    no-answer answer takes the most confident window's (the smallest null), so it is never above a span's own;
+    a window that holds the answer has a lower null than one that does not."""
+    other = "Mercury is a chemical element. Its symbol is Hg and it is liquid at room temperature."
+    docs = [_window(), Document(content=other, meta={"doc_id": "mercury.md", "char_start": 0,
+                                                     "char_end": len(other), "level": "window"})]
+    reader_all = ExtractiveReader(model="deepset/roberta-base-squad2", fallback="trained", top_k=5)
+    reader_all.warm_up()
+    answers = reader_all.run(query="When was the Eiffel Tower finished?", documents=docs)["answers"]
+    spans = [a for a in answers if not a.meta.get("no_answer")]
+    (abstain,) = [a for a in answers if a.meta.get("no_answer")]
+    nulls = {a.meta["doc_id"]: a.meta["null_score"] for a in spans}
+    assert spans[0].data == "1889" and set(nulls) == {"eiffel.md", "mercury.md"}
+    assert all(0.0 < a.meta["null_score"] < 1.0 and abstain.score <= a.meta["null_score"] + 1e-12 for a in spans)
+    assert abstain.score == pytest.approx(nulls["eiffel.md"]) and nulls["eiffel.md"] < nulls["mercury.md"]

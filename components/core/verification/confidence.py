@@ -6,7 +6,9 @@ Signals (``SIGNALS``, all numbers, computed by ``answer_signals`` for every veri
 - ``reader_margin`` — that score minus the best other answer's score;
 - ``supported_margin`` — that score minus the best score of the other answers that say something else and that
   the verifier also supports (``answers.best_rival``): a runner-up the evidence rules out is no rival;
-- ``no_answer`` — the reader's own no-answer score;
+- ``no_answer`` — the reader's own no-answer score (its most confident window's);
+- ``window_no_answer`` — the no-answer score of the window the answer was read from (``meta["null_score"]``;
+  ``no_answer`` for a reader that gives none): SQuAD 2.0 weighs a span against its own window's null;
 - ``rerank`` / ``rerank_margin`` — the re-rank score (a cross-encoder logit, or the bi-encoder cosine
   offline) of the window holding the answer, and its margin over the best other window;
 - ``fused`` — the window's RRF score; ``window_rank`` — its rank among the windows read;
@@ -49,9 +51,9 @@ from haystack.dataclasses import GeneratedAnswer
 
 from components.core.errors import SpanQAError
 
-SIGNALS = ("reader_score", "reader_margin", "supported_margin", "no_answer", "rerank", "rerank_margin", "fused",
-           "window_rank", "term_coverage", "sentence_coverage", "missing_terms", "answer_in_question", "asks_type",
-           "typed", "level", "agreement", "answer_words", "evidence_coverage")
+SIGNALS = ("reader_score", "reader_margin", "supported_margin", "no_answer", "window_no_answer", "rerank",
+           "rerank_margin", "fused", "window_rank", "term_coverage", "sentence_coverage", "missing_terms",
+           "answer_in_question", "asks_type", "typed", "level", "agreement", "answer_words", "evidence_coverage")
 LEVELS = {"chunk": 0, "window": 0, "paragraph": 1, "passage": 2}
 FORMAT = "spanqa-calibrator/1"
 FILE_FORMAT = "spanqa-calibration/1"
@@ -84,7 +86,8 @@ def window_scores(doc) -> tuple[float, float]:
 def answer_signals(*, answer_score: float, other_scores: Sequence[float], no_answer: float, window, windows: Sequence,
                    term_coverage: float, asks_type: bool, typed: bool, level: str, answer_text: str,
                    evidence_coverage: float, sentence_coverage: float = 0.0, missing_terms: float = 0.0,
-                   answer_in_question: float = 0.0, rival_scores: Sequence[float] = ()) -> dict[str, float]:
+                   answer_in_question: float = 0.0, rival_scores: Sequence[float] = (),
+                   window_no_answer: float | None = None) -> dict[str, float]:
     """The signals of one verified answer (see the module docstring); ``window`` is the read document holding it."""
     rerank, fused = window_scores(window)
     others = [window_scores(w)[0] for w in windows if w is not window]
@@ -96,6 +99,7 @@ def answer_signals(*, answer_score: float, other_scores: Sequence[float], no_ans
         "reader_margin": _num(answer_score) - max((_num(s) for s in other_scores), default=0.0),
         "supported_margin": _num(answer_score) - max((_num(s) for s in rival_scores), default=0.0),
         "no_answer": _num(no_answer),
+        "window_no_answer": _num(window_no_answer, _num(no_answer)),
         "rerank": rerank,
         "rerank_margin": rerank - max(others, default=rerank),
         "fused": fused,
@@ -141,7 +145,7 @@ def verified_signals(query: str, answer, score: float, other_scores: Sequence[fl
         answer_in_question=len(answer_terms & set(analyzer(query))) / len(answer_terms) if answer_terms else 0.0,
         asks_type=wanted(query) is not None, typed=bool(meta.get("short_answer")), level=level,
         answer_text=str(answer.data or ""), evidence_coverage=evidence.coverage if evidence is not None else 0.0,
-        rival_scores=rival_scores)
+        rival_scores=rival_scores, window_no_answer=meta.get("null_score"))
 
 
 @dataclass

@@ -94,3 +94,15 @@ def test_the_best_rival_is_the_first_other_supported_value_and_the_margin_counts
     assert signals([0.50])["supported_margin"] == pytest.approx(0.26)
     assert signals([0.50])["reader_margin"] == pytest.approx(0.01)
     assert signals([])["supported_margin"] == pytest.approx(0.76)
+
+
+def test_window_no_answer_is_the_answers_own_windows_null_else_the_readers():
+    from components.core.verification.confidence import answer_signals
+
+    def signals(**kw):
+        return answer_signals(answer_score=0.7, other_scores=[], no_answer=0.4, window=Document(content="x"),
+                              windows=[], term_coverage=1.0, asks_type=False, typed=False, level="window",
+                              answer_text="x", evidence_coverage=1.0, **kw)
+
+    assert signals(window_no_answer=0.65)["window_no_answer"] == pytest.approx(0.65)
+    assert signals()["window_no_answer"] == pytest.approx(0.4)  # a reader that gives none: its own no-answer

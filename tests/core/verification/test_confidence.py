@@ -71,11 +71,15 @@ def test_fitted_combiner_learns_the_direction_of_a_signal_and_chooses_a_bar():
 def test_the_bar_is_chosen_on_out_of_fold_confidences_and_holds_its_precision_on_new_answers():
     import random
 
-    def answers(n, rng):  # one informative signal, the rest noise a combiner can overfit
+    # one informative signal and 17 of noise a combiner can overfit (named here, so that adding a signal to
+    # SIGNALS does not redraw this data)
+    names = ("reader_score", *(f"noise_{i}" for i in range(17)))
+
+    def answers(n, rng):
         signals, right = [], []
         for _ in range(n):
             ok = rng.random() < 0.7
-            s = {f: rng.gauss(0, 1) for f in SIGNALS}
+            s = {f: rng.gauss(0, 1) for f in names}
             s["reader_score"] = rng.gauss(1.0 if ok else 0.0, 1.0)
             signals.append(s)
             right.append(ok)
@@ -89,7 +93,7 @@ def test_the_bar_is_chosen_on_out_of_fold_confidences_and_holds_its_precision_on
     for seed in range(4):
         rng = random.Random(seed)
         (fit_s, fit_r), (new_s, new_r) = answers(300, rng), answers(5000, rng)
-        cal = fit(fit_s, fit_r, target_precision=0.9)
+        cal = fit(fit_s, fit_r, target_precision=0.9, features=names)
         assert cal.fitted_on["bar_chosen_on"] == "out-of-fold confidences"
         oof.append(precision_at(cal, cal.min_confidence, new_s, new_r))
         in_sample_bar = threshold_for_precision([cal.predict(s) for s in fit_s], fit_r, 0.9)
