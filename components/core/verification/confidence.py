@@ -86,7 +86,7 @@ def window_scores(doc) -> tuple[float, float]:
 def answer_signals(*, answer_score: float, other_scores: Sequence[float], no_answer: float, window, windows: Sequence,
                    term_coverage: float, asks_type: bool, typed: bool, level: str, answer_text: str,
                    evidence_coverage: float, sentence_coverage: float = 0.0, missing_terms: float = 0.0,
-                   answer_in_question: float = 0.0, rival_scores: Sequence[float] = (),
+                   answer_in_question: float = 0.0, rival_score: float | None = None,
                    window_no_answer: float | None = None) -> dict[str, float]:
     """The signals of one verified answer (see the module docstring); ``window`` is the read document holding it."""
     rerank, fused = window_scores(window)
@@ -97,7 +97,7 @@ def answer_signals(*, answer_score: float, other_scores: Sequence[float], no_ans
     return {
         "reader_score": _num(answer_score),
         "reader_margin": _num(answer_score) - max((_num(s) for s in other_scores), default=0.0),
-        "supported_margin": _num(answer_score) - max((_num(s) for s in rival_scores), default=0.0),
+        "supported_margin": _num(answer_score) - _num(rival_score),
         "no_answer": _num(no_answer),
         "window_no_answer": _num(window_no_answer, _num(no_answer)),
         "rerank": rerank,
@@ -119,7 +119,7 @@ def answer_signals(*, answer_score: float, other_scores: Sequence[float], no_ans
 
 def verified_signals(query: str, answer, score: float, other_scores: Sequence[float], no_answer: float,
                      documents: Sequence, evidence, level: str, analyzer,
-                     rival_scores: Sequence[float] = ()) -> dict[str, float]:
+                     rival_score: float | None = None) -> dict[str, float]:
     """``answer_signals`` of a verified answer from what the verifier holds: its ``Evidence``
     (``components.core.verification.checks``), the read documents and the analyzer that made the question's terms."""
     from components.core.reading.short_answer import wanted
@@ -145,7 +145,7 @@ def verified_signals(query: str, answer, score: float, other_scores: Sequence[fl
         answer_in_question=len(answer_terms & set(analyzer(query))) / len(answer_terms) if answer_terms else 0.0,
         asks_type=wanted(query) is not None, typed=bool(meta.get("short_answer")), level=level,
         answer_text=str(answer.data or ""), evidence_coverage=evidence.coverage if evidence is not None else 0.0,
-        rival_scores=rival_scores, window_no_answer=meta.get("null_score"))
+        rival_score=rival_score, window_no_answer=meta.get("null_score"))
 
 
 @dataclass

@@ -51,14 +51,14 @@ def conflict_reason(best: Any, conflicts: list[tuple]) -> str:
 
 
 def verified_answer_signals(query: str, best: Any, answers: list[Any], documents: list, evidence: Evidence | None,
-                            level: str, analyzer, rival_scores: list[float] | None = None) -> dict[str, float]:
+                            level: str, analyzer, rival: Any | None = None) -> dict[str, float]:
     """The confidence signals of a verified answer (``confidence.verified_signals``) from the reader's answers:
-    the other spans' scores, the best no-answer score beside the chosen one and the scores of the other answers
-    the verifier also supported (``answers.best_rival``'s; none when not given)."""
+    the other spans' scores, the best no-answer score beside the chosen one and the score of ``rival``, the best
+    other answer the verifier also supported (``answers.best_rival``; none when not given)."""
     others = [answer_score(a) for a in answers if a is not best and not is_abstention(a)]
     no_answer = max((answer_score(a) for a in answers if is_abstention(a)), default=0.0)
     return verified_signals(query, best, answer_score(best), others, no_answer, documents, evidence, level, analyzer,
-                            rival_scores=rival_scores or [])
+                            rival_score=answer_score(rival) if rival is not None else None)
 
 
 def judged_once(judge):
@@ -83,8 +83,7 @@ def supported_meta(query: str, best: Any, answers: list[Any], documents: list, e
     and the calibrated confidence (``None`` without a ``calibrator``)."""
     judge = judged_once(judge)
     rival = best_rival(best, answers, judge)
-    rivals = [answer_score(rival)] if rival is not None else []
-    signals = verified_answer_signals(query, best, answers, documents, evidence, level, analyzer, rivals)
+    signals = verified_answer_signals(query, best, answers, documents, evidence, level, analyzer, rival)
     confidence = calibrator.predict(signals) if calibrator is not None else None
     conflicts = find_conflicts(best, answers, judge, conflict_candidates, conflict_min_score_ratio)
     reason = judgement.reason

@@ -85,15 +85,15 @@ def test_the_best_rival_is_the_first_other_supported_value_and_the_margin_counts
     assert calls == ["150", "14 days"]  # never "60 days": a lower score cannot be the best rival
     assert answers.best_rival(best, [best, shorter, ruled_out], judge) is None
 
-    def signals(rivals):
+    def signals(rival):
         return answer_signals(answer_score=0.76, other_scores=[0.75, 0.74, 0.5], no_answer=0.9,
                               window=Document(content="x"), windows=[], term_coverage=1.0, asks_type=False,
                               typed=False, level="window", answer_text="30 days of purchase", evidence_coverage=1.0,
-                              rival_scores=rivals)
+                              rival_score=rival)
 
-    assert signals([0.50])["supported_margin"] == pytest.approx(0.26)
-    assert signals([0.50])["reader_margin"] == pytest.approx(0.01)
-    assert signals([])["supported_margin"] == pytest.approx(0.76)
+    assert signals(0.50)["supported_margin"] == pytest.approx(0.26)
+    assert signals(0.50)["reader_margin"] == pytest.approx(0.01)
+    assert signals(None)["supported_margin"] == pytest.approx(0.76)
 
 
 def test_window_no_answer_is_the_answers_own_windows_null_else_the_readers():
