@@ -1,4 +1,4 @@
-"""The hostile probes of issue 22 against the real server, counted: none may succeed, none may be a 500, and the
+"""The hostile probes against the real server, counted: none may succeed, none may be a 500, and the
 server's memory may not grow by more than the body limit.
 
 Starts ``run.py pipelines/extractive.yaml --serve`` on loopback (no keys: the open loopback mode, the weakest one)
@@ -7,7 +7,9 @@ and sends, each ``--rounds`` times:
 - Hayhooks' deploy endpoints with a pipeline wrapper (same origin, another origin, text/plain) — must be 404/403/415;
 - a question from another origin, from a DNS-rebound ``Host``, as ``text/plain`` and as a form — must be 403/415;
 - a 50 MB chunked body — must be cut off with 413 while it streams;
-- a lone surrogate, JSON nested 100,000 deep, a 5,000-digit number — must be 4xx;
+- a lone surrogate, JSON nested 100,000 deep, a 5,000-digit number — must be 4xx, on REST and on MCP;
+- MCP ``tools/call`` of Hayhooks' ``deploy_pipeline`` / ``undeploy_pipeline`` — must be refused (counted as 422 when
+  the refusal is inside a 200 JSON-RPC reply);
 - 200 clients that open a connection and send nothing or one header line at a time — must be disconnected
   (``components/serving/slow_clients.py``) while ``/ready`` keeps answering.
 
@@ -50,6 +52,26 @@ def send(port: int, method: str, path: str, body: bytes | None = None, headers: 
         resp = conn.getresponse()
         resp.read()
         return resp.status
+    finally:
+        conn.close()
+
+
+def mcp_call(port: int, tool: str, arguments: dict) -> int:
+    """A JSON-RPC ``tools/call`` of ``tool`` on the MCP endpoint (stateless Streamable HTTP): the HTTP status, or
+    422 when the server answered 200 with the call refused in the protocol (``isError`` or a JSON-RPC error) —
+    so that only a tool that ran counts as a success."""
+    body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+                       "params": {"name": tool, "arguments": arguments}}).encode()
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
+    try:
+        conn.request("POST", "/mcp/mcp/", body, {"Content-Type": "application/json",
+                                                  "Accept": "application/json, text/event-stream"})
+        resp = conn.getresponse()
+        text = resp.read().decode("utf-8", "replace")
+        if resp.status != 200:
+            return resp.status
+        refused = '"isError":true' in text.replace(" ", "") or '"error":' in text
+        return 422 if refused else 200
     finally:
         conn.close()
 
@@ -145,6 +167,13 @@ def main(argv=None) -> int:
                                                 json_type),
         "5,000-digit number": lambda p: send(p, "POST", "/extractive/run",
                                              b'{"query": "hi", "top_k": ' + b"9" * 5000 + b"}", json_type),
+        "MCP deploy_pipeline": lambda p: mcp_call(p, "deploy_pipeline", {
+            "name": "evil", "files": {"pipeline_wrapper.py": WRAPPER.decode()}}),
+        "MCP undeploy_pipeline": lambda p: mcp_call(p, "undeploy_pipeline", {"name": "extractive"}),
+        "MCP JSON nested 100k deep": lambda p: send(p, "POST", "/mcp/mcp/", b"[" * 100_000 + b"]" * 100_000,
+                                                    json_type),
+        "MCP 5,000-digit number": lambda p: send(p, "POST", "/mcp/mcp/", b'{"jsonrpc": "2.0", "id": ' + b"9" * 5000
+                                                 + b', "method": "tools/list"}', json_type),
     }
     results: dict = {"load_average_before": os.getloadavg(), "probes": {}}
     with tempfile.TemporaryDirectory() as tmp:

@@ -39,6 +39,7 @@ class Question:
     plausible: tuple[tuple[int, str], ...]  # SQuAD 2.0 plausible answers of an unanswerable question
     article: str
     paragraph: int  # index of the paragraph in its article
+    adversarial: bool = False  # from a ``--more`` file: an unanswerable one was written against its paragraph
 
 
 @dataclass(frozen=True)
@@ -52,16 +53,20 @@ class Example:
     answer_start: int | None
     answer_end: int | None
     kind: str  # window | paragraph | neg-window | neg-paragraph | hard-paragraph | hard-window | unanswerable | swap
-    #            | negation | antonym | negated-window
+    #            | negation | antonym | negated-window | adversarial
 
 
 # the no-answer examples made by changing an answerable question: a reader trained before them answers them, so a
 # teacher's reading of them is not one to learn (train_reader --distil skips them)
 CONSTRUCTED_KINDS = frozenset({"swap", "negation", "antonym"})
+# the kinds a teacher is not trusted on: the constructed ones, and SQuAD 2.0's adversarial unanswerable questions
+# of the development articles (``--more``), which a reader trained before them answers at high confidence
+UNTAUGHT_KINDS = CONSTRUCTED_KINDS | {"adversarial"}
 
 
-def load_articles(path: str | Path) -> dict[str, list[Question]]:
-    """``{title: [Question, ...]}`` of a SQuAD 1.1 or 2.0 JSON file, questions in file order."""
+def load_articles(path: str | Path, adversarial: bool = False) -> dict[str, list[Question]]:
+    """``{title: [Question, ...]}`` of a SQuAD 1.1 or 2.0 JSON file, questions in file order; ``adversarial``
+    marks its questions as those of a ``--more`` file (SQuAD 2.0 development articles)."""
     data = json.loads(Path(path).read_text(encoding="utf-8"))["data"]
     out: dict[str, list[Question]] = {}
     for article in data:
@@ -73,7 +78,8 @@ def load_articles(path: str | Path) -> dict[str, list[Question]]:
                 plausible = tuple((a["answer_start"], a["text"]) for a in qa.get("plausible_answers", []))
                 if qa.get("is_impossible"):
                     answers = ()
-                qs.append(Question(qa["id"], qa["question"], ctx, answers, plausible, article["title"], p_index))
+                qs.append(Question(qa["id"], qa["question"], ctx, answers, plausible, article["title"], p_index,
+                                   adversarial))
     return out
 
 
@@ -93,6 +99,15 @@ def split_articles(v1: dict[str, list[Question]], v2: dict[str, list[Question]],
     train += [q for t, qs in v1.items() if t not in v2 for q in qs]
     held_qs = [q for t in titles if t in held for q in v2[t]]
     return train, held_qs, sorted(held)
+
+
+def split_more(more: dict[str, list[Question]], heldout: int, seed: int):
+    """``(train, heldout, titles)`` of the ``--more`` articles: ``heldout`` whole articles drawn with ``seed`` are
+    kept for model selection and calibration, the rest train."""
+    titles = sorted(more)
+    held = set(random.Random(seed).sample(titles, min(heldout, len(titles))))
+    return ([q for t in titles if t not in held for q in more[t]], [q for t in titles if t in held for q in more[t]],
+            sorted(held))
 
 
 @lru_cache(maxsize=20000)
@@ -191,11 +206,17 @@ def hard_negative(q: Question, search: ArticleSearch, rng: random.Random) -> tup
     para = rng.choice(candidates)
     if rng.random() < 0.5:
         return para, "hard-paragraph"
-    wanted = set(search.terms(q.question))
+    return question_window(q.question, para, search, rng), "hard-window"
+
+
+def question_window(question: str, para: str, search: ArticleSearch, rng: random.Random) -> str:
+    """The window of ``para`` around its sentence sharing most of ``question``'s terms ± 0–2 sentences, as the
+    pipeline's expander would hand it to the reader."""
+    wanted = set(search.terms(question))
     spans = sentences(para)
     best = max(range(len(spans)), key=lambda i: (len(wanted & set(search.terms(para[slice(*spans[i])]))), -i))
     first, last = max(0, best - rng.randint(0, 2)), min(len(spans) - 1, best + rng.randint(0, 2))
-    return _window(para, first, last)[0], "hard-window"
+    return _window(para, first, last)[0]
 
 
 def examples(questions: list[Question], seed: int, negatives: float = 0.3, swaps: float = 0.0,
@@ -230,6 +251,11 @@ def examples(questions: list[Question], seed: int, negatives: float = 0.3, swaps
             if not q.answers:
                 anchor = q.plausible[0] if q.plausible else None
                 for _ in range(unanswerable_repeat):
+                    if q.adversarial:  # no plausible answer on record: the paragraph, or its window a search finds
+                        search = search or ArticleSearch(by_article)
+                        text = q.context if rng.random() < 0.5 else question_window(q.question, q.context, search, rng)
+                        yield Example(q.qid, q.question, text, None, None, "adversarial")
+                        continue
                     text, _ = _answer_window(q, anchor, rng) if anchor else (q.context, 0)
                     yield Example(q.qid, q.question, text, None, None, "unanswerable")
                 continue

@@ -40,6 +40,16 @@ def parse_args(argv=None):
     p.add_argument("--v1", default=str(DATA / "train-v1.1.json"), help="SQuAD 1.1 training JSON")
     p.add_argument("--v2", default=str(DATA / "train-v2.0-subset.json"), help="SQuAD 2.0 training subset JSON")
     p.add_argument("--heldout-articles", type=int, default=4, help="SQuAD 2.0 articles held out whole")
+    p.add_argument("--more", action="append", default=[], metavar="SQUAD2_JSON",
+                   help="SQuAD 2.0 development articles with adversarial unanswerable questions (e.g. "
+                        "../shared/data/squad2-more/dev-v2.0-29-articles.json); repeatable. Never the development "
+                        "article of ../shared/data/squad2/")
+    p.add_argument("--more-heldout", type=int, default=6, help="--more articles held out whole (seeded by --seed)")
+    p.add_argument("--more-repeat", type=int, default=1,
+                   help="times each --more training question is in a pass (their weight against SQuAD 1.1)")
+    p.add_argument("--v1-questions", type=int, default=0,
+                   help="a seeded sample of this many SQuAD 1.1 / 2.0 training questions (0: all): the answerable "
+                        "reading kept while a stage learns the --more questions")
     p.add_argument("--out", default=str(ROOT / "models" / "spanqa-reader-minilm-l6"), help="export directory")
     p.add_argument("--work", default=str(ROOT / ".spanqa" / "training" / "reader"), help="checkpoints, curve")
     p.add_argument("--minutes", type=float, default=None, help="time budget (the LR schedule runs on time used)")
@@ -98,6 +108,13 @@ def parse_args(argv=None):
     return args
 
 
+def check_not_development(path: str) -> None:
+    """Refuse the development article (reporting only) as training data."""
+    if Path(path).resolve().parent.name == "squad2" or "dev-computational-complexity" in Path(path).name:
+        raise SystemExit(f"train_reader: {path} is the development article, which is for reporting only; "
+                         "give the squad2-more articles (../shared/data/squad2-more/) to --more instead.")
+
+
 def answer_tokens(offsets, sequence_ids, start: int, end: int) -> tuple[int, int] | None:
     """Token indices of the first and last context tokens covering characters ``[start, end)``, or None when
     the answer is not wholly inside this sequence's context."""
@@ -121,7 +138,7 @@ def featurize(tokenizer, batch, max_len: int, stride: int, rng: random.Random):
     features, skipped = [], 0
     for s, feats in per_example.items():
         ex = batch[s]
-        taught = ex.kind not in reader_data.CONSTRUCTED_KINDS  # a teacher's reading is right to learn from here
+        taught = ex.kind not in reader_data.UNTAUGHT_KINDS  # a teacher's reading is right to learn from here
         if ex.answer_start is None:
             f = rng.choice(feats)
             features.append((enc["input_ids"][f], enc["token_type_ids"][f], 0, 0, taught))
@@ -224,6 +241,17 @@ def main(argv=None) -> int:
 
     v1, v2 = reader_data.load_articles(args.v1), reader_data.load_articles(args.v2)
     train, heldout, held_titles = reader_data.split_articles(v1, v2, args.heldout_articles, args.seed)
+    if args.v1_questions and args.v1_questions < len(train):
+        train = random.Random(args.seed).sample(train, args.v1_questions)
+    more_titles = []
+    for path in args.more:
+        check_not_development(path)
+        more_train, more_held, titles = reader_data.split_more(
+            reader_data.load_articles(path, adversarial=True), args.more_heldout, args.seed)
+        train += more_train * args.more_repeat
+        heldout += more_held
+        more_titles += titles
+    held_titles = held_titles + more_titles
     if args.tiny:
         train = train[: args.tiny]
     eval_qs = random.Random(args.seed).sample(heldout, min(args.eval_questions, len(heldout)))
@@ -351,7 +379,7 @@ def main(argv=None) -> int:
         "load_average": os.getloadavg(), "hyperparameters": {k: getattr(args, k) for k in (
             "batch_size", "lr", "warmup", "max_seq_length", "stride", "negatives", "swaps", "negations", "antonyms",
             "negated_repeat", "unanswerable_repeat", "hard_negatives", "bf16", "distil", "distil_weight",
-            "distil_temperature")},
+            "distil_temperature", "more", "more_heldout", "more_repeat", "v1_questions")},
         "previous_stage": previous,
     }
     export(model, tokenizer, Path(args.out), info)

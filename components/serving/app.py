@@ -7,7 +7,8 @@ pipeline deployed through its ``PipelineWrapper`` under the YAML file's stem, pl
   wrap it as ``{"result": ...}``, so it is replaced by one that returns the wrapper's ``run_api`` as is);
 - ``GET /ready`` — 200 once models are loaded and the corpus indexed, 503 before (or when warm-up failed);
 - ``GET /{name}/source`` — the source passage around a span, for the page;
-- ``GET /`` — the answer page (``page/``); ``/mcp/mcp/`` — Hayhooks' MCP server (streamable HTTP);
+- ``GET /`` — the answer page (``page/``); ``/mcp/mcp/`` — MCP (Streamable HTTP; SSE at ``/mcp/sse``) with the
+  pipeline's query tool as its only tool (``mcp_tools``: no deploy/undeploy);
 - every refusal or failure as ``{"detail": "<one line>"}`` with a 4xx/5xx status, never a traceback.
 """
 
@@ -30,7 +31,7 @@ from starlette.concurrency import run_in_threadpool
 
 from components.serving.limits import (MAX_BODY_BYTES, Refused, classify_failure, describe_validation_errors,
                                        parse_body)
-from components.serving.auth import REQUESTER, AuthGuard, load_keys, requester_groups
+from components.serving.auth import AuthGuard, load_keys, requester_groups
 from components.serving.origin_guard import OriginGuard, normalise_origins
 from components.serving.slow_clients import http_protocol
 from components.serving.wrapper import ServingConfig, SpanQAPipelineWrapper, wrapper_class
@@ -163,32 +164,18 @@ def add_error_handlers(app: FastAPI) -> None:
         return JSONResponse({"detail": reason}, status_code=status)
 
 
-def mount_mcp(app: FastAPI):
-    """Hayhooks' MCP server (the deployed pipeline is one of its tools) under ``/mcp``; returns its app, whose
-    lifespan (the session manager) the main lifespan must run. ``None`` without the ``mcp`` package."""
+def mount_mcp(app: FastAPI, config: ServingConfig, wrapper: SpanQAPipelineWrapper):
+    """The MCP server under ``/mcp`` with the pipeline's one query tool (``mcp_tools``: Hayhooks' own MCP server
+    also offers deploy/undeploy, i.e. code from any caller); returns its app, whose lifespan (the session manager)
+    the main lifespan must run. ``None`` without the ``mcp`` package."""
     try:
-        from hayhooks.server.utils.mcp_utils import create_mcp_server, create_starlette_app
-        from mcp import types as mcp_types
+        from hayhooks.server.utils.mcp_utils import create_starlette_app
     except ImportError:
         return None
-    server = create_mcp_server()
-    call_tool = server.request_handlers[mcp_types.CallToolRequest]
+    from components.serving.mcp_tools import JsonBodyCheck, query_tool_server
 
-    async def call_tool_as_requester(request):
-        """A tool call runs as the principal of the HTTP request that carried it — not of whoever opened the MCP
-        session (SSE) or stream; a request without one (no keys) is anonymous. The auth guard put it in the
-        request's ``state``; the MCP SDK hands the tool call that Starlette request."""
-        carried = getattr(server.request_context, "request", None)
-        state = (getattr(carried, "scope", None) or {}).get("state") or {}
-        token = REQUESTER.set(state.get("principal"))
-        try:
-            return await call_tool(request)
-        finally:
-            REQUESTER.reset(token)
-
-    server.request_handlers[mcp_types.CallToolRequest] = call_tool_as_requester
-    mcp_app = create_starlette_app(server)
-    app.mount("/mcp", mcp_app, name="mcp")
+    mcp_app = create_starlette_app(query_tool_server(config.name, wrapper, config.max_question_chars))
+    app.mount("/mcp", JsonBodyCheck(mcp_app), name="mcp")
     return mcp_app
 
 
@@ -263,7 +250,7 @@ def build_app(config: ServingConfig, host: str = DEFAULT_HOST, port: int = DEFAU
     wrapper = deploy(app, config)
     add_routes(app, config, wrapper)
     add_error_handlers(app)
-    _chain_lifespan(app, mount_mcp(app), wrapper)
+    _chain_lifespan(app, mount_mcp(app, config, wrapper), wrapper)
     if keys:  # inside the cross-site guard: a refused origin never learns whether a key was right
         app.add_middleware(AuthGuard, keys=keys)
     app.add_middleware(OriginGuard, allowed_hosts=meta.get("allowed_hosts") or (), max_body_bytes=MAX_BODY_BYTES,
