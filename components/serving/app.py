@@ -113,8 +113,14 @@ def add_routes(app: FastAPI, config: ServingConfig, wrapper: SpanQAPipelineWrapp
 
     @app.get("/ready", tags=["status"], summary="200 once models are loaded and the corpus is indexed, else 503")
     async def ready() -> JSONResponse:
-        state = wrapper.readiness
-        return JSONResponse(state.as_json(name), status_code=200 if state.ready else 503,
+        from components.serving.auth import REQUESTER
+        from components.serving.wrapper import readable_index
+
+        state, index = wrapper.readiness, None
+        if REQUESTER.get() is not None:  # a valid key: what it may know of the index; without one, nothing
+            index = await _aside(readable_index, wrapper.runner.store(), wrapper.access_rule(), requester_groups(),
+                                 state.index) if state.ready else {}
+        return JSONResponse(state.as_json(name, index), status_code=200 if state.ready else 503,
                             headers=None if state.ready else {"Retry-After": "2"})
 
     @app.get(f"/{name}/source", tags=["pipelines"], summary="The source passage around a span (doc_id, offsets)")
@@ -204,7 +210,7 @@ def _chain_lifespan(app: FastAPI, mcp_app, wrapper: SpanQAPipelineWrapper) -> No
     app.router.lifespan_context = lifespan
 
 
-DEPLOY_PATHS = ("/deploy-yaml", "/deploy_files", "/undeploy/{pipeline_name}")
+DEPLOY_PATHS = ("/deploy-yaml", "/deploy_files", "/undeploy/{pipeline_name}", "/draw/{pipeline_name}")
 
 
 def is_loopback(host: str) -> bool:
@@ -228,7 +234,8 @@ def _paths(route) -> list[str]:
 
 
 def remove_deploy_routes(app: FastAPI) -> list[str]:
-    """Drop Hayhooks' deploy/undeploy routers (they accept a pipeline YAML, i.e. code to run); their paths."""
+    """Drop Hayhooks' deploy/undeploy routers (they accept a pipeline YAML, i.e. code to run) and its draw router
+    (it fetches from an outside web service); their paths. ``routes.RouteAllowList`` refuses anything else unlisted."""
     drop = [r for r in app.router.routes if _paths(r) and set(_paths(r)) <= set(DEPLOY_PATHS)]
     app.router.routes[:] = [r for r in app.router.routes if r not in drop]
     return [p for r in drop for p in _paths(r)]
@@ -251,6 +258,10 @@ def build_app(config: ServingConfig, host: str = DEFAULT_HOST, port: int = DEFAU
     add_routes(app, config, wrapper)
     add_error_handlers(app)
     _chain_lifespan(app, mount_mcp(app, config, wrapper), wrapper)
+    from components.serving.routes import RouteAllowList, allowed_openapi, served_paths
+
+    allowed_openapi(app, served_paths(config.name))
+    app.add_middleware(RouteAllowList, patterns=served_paths(config.name))  # /draw, /files, … : 404, never run
     if keys:  # inside the cross-site guard: a refused origin never learns whether a key was right
         app.add_middleware(AuthGuard, keys=keys)
     app.add_middleware(OriginGuard, allowed_hosts=meta.get("allowed_hosts") or (), max_body_bytes=MAX_BODY_BYTES,

@@ -26,7 +26,7 @@ from pathlib import Path
 
 from components.core.errors import SpanQAError
 
-OPEN_PATHS = ("/ready",)                # readiness stays open (it names no document)
+OPEN_PATHS = ("/ready",)                # readiness stays open: without a key it says only whether it is ready
 OPEN_PREFIXES = ("/page/",)             # the answer page's script and style: no data in them
 OPEN_EXACT_GET = ("/",)                 # the page itself: it asks for a key and sends it with its calls
 
@@ -117,11 +117,13 @@ class AuthGuard:
         if scope["type"] not in ("http", "websocket"):
             return await self.app(scope, receive, send)
         method, path = scope.get("method", "GET"), scope.get("path", "")
-        if method == "OPTIONS" or is_open(method, path):  # a CORS preflight carries no credentials
+        if method == "OPTIONS":  # a CORS preflight carries no credentials
             return await self.app(scope, receive, send)
         headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers", [])}
         header = headers.get("authorization")
         principal = principal_for(self.keys, header)
+        if principal is None and is_open(method, path):  # open without a key, and then anonymous (/ready: bare)
+            return await self.app(scope, receive, send)
         if principal is not None:
             scope.setdefault("state", {})["principal"] = principal
             token = REQUESTER.set(principal)

@@ -58,9 +58,31 @@ class Readiness:
     def ready(self) -> bool:
         return self.state == "ready"
 
-    def as_json(self, name: str) -> dict[str, Any]:
-        return {"ready": self.ready, "state": self.state, "reason": self.reason, "pipeline": name,
-                "warm_ups": self.warm_ups, "warm_up_ms": self.warm_up_ms, "index": self.index}
+    def as_json(self, name: str, index: dict[str, Any] | None = None) -> dict[str, Any]:
+        """What ``/ready`` says. Without ``index`` (a request without a key): whether the server is ready and its
+        version — never a file name, a skip reason or a count of documents. With a key, ``index`` is what
+        that key may know of the index (``readable_index``), and the state's reason and timings are added."""
+        bare = {"ready": self.ready, "state": self.state, "version": spanqa_version()}
+        if index is None:
+            return bare
+        return {**bare, "reason": self.reason, "pipeline": name, "warm_ups": self.warm_ups,
+                "warm_up_ms": self.warm_up_ms, "index": index}
+
+
+def spanqa_version() -> str:
+    import importlib.metadata
+
+    try:
+        return importlib.metadata.version("spanqa")
+    except importlib.metadata.PackageNotFoundError:
+        return "unknown"
+
+
+def readable_index(store, rule, groups: list[str], summary: dict[str, Any]) -> dict[str, Any]:
+    """What a key holder of ``groups`` may know of the index: how many documents it may read, and how many
+    files were skipped (their names and reasons are for the operator: ``run.py --index``, the server log)."""
+    forbidden = store.forbidden_documents(rule, frozenset(groups)) if rule is not None else frozenset()
+    return {"documents": len(set(store.document_ids()) - forbidden), "skipped": len(summary.get("skipped") or [])}
 
 
 def index_summary(stats: dict[str, Any]) -> dict[str, Any]:

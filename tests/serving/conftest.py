@@ -46,11 +46,11 @@ def http(method: str, url: str, body=None, raw: bytes | None = None, timeout: fl
 class Server:
     """A ``run.py --serve`` subprocess; ``url`` is its base URL, ``log`` its stderr/stdout file."""
 
-    def __init__(self, pipeline: str, log: Path, *extra: str, cwd: Path = ROOT):
+    def __init__(self, pipeline: str, log: Path, *extra: str, cwd: Path = ROOT, env: dict | None = None):
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.log = log
-        env = {**os.environ, "HF_HUB_OFFLINE": "1", "HAYSTACK_TELEMETRY_ENABLED": "false"}
+        env = {**os.environ, "HF_HUB_OFFLINE": "1", "HAYSTACK_TELEMETRY_ENABLED": "false", **(env or {})}
         with open(log, "wb") as out:
             self.proc = subprocess.Popen(
                 [sys.executable, str(ROOT / "run.py"), pipeline, "--serve", "--host", "127.0.0.1", "--port",

@@ -27,6 +27,7 @@ def server(tmp_path_factory):
     (data / "refunds.md").write_text("# Refunds\n\nAnnual plans are refunded within 30 days of purchase.\n")
     (data / "ledger.md").write_text("---\naccess: [finance]\n---\n# Finance ledger\n\nAnnual refunds are booked "
                                     f"under the {SECRET} in the finance ledger.\n")
+    (data / "board-minutes-2026.pdf").write_bytes(b"%PDF-1.4 not really a PDF")  # skipped at indexing
     keys = tmp / "keys.json"
     keys.write_text(json.dumps({ALICE: {"principal": "alice", "groups": ["finance"]},
                                 f"sha256:{digest(BOB)}": {"principal": "bob", "groups": []}}))
@@ -138,3 +139,19 @@ def test_an_mcp_tool_call_runs_as_the_key_that_sent_it(server):
     crossed = _mcp_sse_cross(server, ALICE, BOB)
     assert crossed and "LX-4471" not in crossed and "ledger.md" not in crossed and "refunds.md" in crossed
     assert "LX-4471" in _mcp_sse_cross(server, BOB, ALICE)
+
+
+def test_ready_names_nothing_without_a_key_and_counts_only_what_a_key_may_read(server):
+    def ready(key=None):
+        req = urllib.request.Request(server.url + "/ready", headers={"Authorization": f"Bearer {key}"} if key else {})
+        with urllib.request.urlopen(req, timeout=60) as resp:
+            return resp.read().decode()
+
+    bare = {"ready": True, "state": "ready", "version": "0.1.0"}
+    assert json.loads(ready()) == bare
+    assert json.loads(ready("sk-wrong-key-0000000000")) == bare  # a wrong key is anonymous here
+    alice, bob = json.loads(ready(ALICE)), json.loads(ready(BOB))
+    assert alice["warm_ups"] == bob["warm_ups"] == 1  # models and index loaded once, whatever the traffic
+    assert alice["index"] == {"documents": 2, "skipped": 1} and bob["index"] == {"documents": 1, "skipped": 1}
+    for text in (ready(), ready(ALICE), ready(BOB)):  # no file name, skipped or restricted, to anyone
+        assert "board-minutes" not in text and "ledger" not in text

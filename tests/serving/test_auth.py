@@ -156,3 +156,4 @@ def test_the_page_asks_for_the_key_and_keeps_it_for_the_tab(keyed_server):
         assert driver.execute_script("return localStorage.length") == 0 and driver.get_cookies() == []
     finally:
         driver.quit()
+

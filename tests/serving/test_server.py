@@ -43,9 +43,8 @@ def ask(server, query, **kw):
 
 def test_ready_after_warm_up_and_indexing(server):
     status, body, _ = http("GET", server.url + "/ready")
-    assert status == 200 and body["ready"] is True and body["pipeline"] == "extractive"
-    assert body["index"]["documents"] == 33 and body["index"]["chunks"] > 0
-    assert body["warm_ups"] == 1
+    # without a key (this server has none) readiness names no file and counts no document
+    assert status == 200 and body == {"ready": True, "state": "ready", "version": "0.1.0"}
 
 
 def test_rest_returns_exactly_the_in_process_result(server, runner):
@@ -165,8 +164,6 @@ def test_sixteen_concurrent_requests_return_the_serial_results(server, runner):
     for q, (status, body, _), expected in zip(questions, responses, serial):
         assert status == 200, (q, body)
         assert_same(comparable(body), comparable(expected), q)  # answers, spans, offsets, routes exactly
-    status, body, _ = http("GET", server.url + "/ready")
-    assert body["warm_ups"] == 1  # models and index loaded once per process, whatever the traffic
 
 
 def test_source_passage_holds_the_span(server):
