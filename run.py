@@ -171,6 +171,13 @@ def _validate(args, out) -> int:
             for doc_id, groups in access["unknown_groups"].items():
                 out.print(f"  access: {doc_id} names group(s) no key has: {', '.join(groups)} — nobody can read it "
                           f"through the server", markup=False, highlight=False)
+            for doc_id, why in access["unreadable"].items():
+                out.print(f"  access: {doc_id}: {why}", markup=False, highlight=False)
+            if access["groups_no_key_holds"]:
+                out.print(f"  access: group(s) named by documents that no key holds: "
+                          f"{', '.join(access['groups_no_key_holds'])}", markup=False, highlight=False)
+            for name, why in access["skipped"]:
+                out.print(f"  skipped: {name}: {why} (not indexed: nobody reads it)", markup=False, highlight=False)
     return 0
 
 
@@ -182,18 +189,25 @@ def _access_report(pipeline, keys_file: str) -> dict:
     key_groups = sorted({g for p in load_keys(keys_file).values() for g in p.groups})
     retriever = next(c for _, c in pipeline.walk() if isinstance(c, HybridRetriever))
     rule = retriever.access_rule
-    documents = retriever.document_store.load_documents().documents
-    unknown, restricted = {}, 0
+    report = retriever.document_store.load_documents()
+    documents = report.documents
+    unknown, unreadable, named, restricted = {}, {}, set(), 0
     for doc in documents:
         allowed = rule.allowed(doc.meta)
         if allowed is None:
             continue
         restricted += 1
+        named |= allowed
+        why = rule.unreadable_reason(doc.meta)
+        if why:
+            unreadable[doc.doc_id] = why
+            continue
         missing = sorted(allowed - set(key_groups))
         if missing and not (allowed & set(key_groups)):
             unknown[doc.doc_id] = missing
     return {"documents": len(documents), "restricted": restricted, "key_groups": key_groups,
-            "unknown_groups": unknown}
+            "unknown_groups": unknown, "unreadable": unreadable, "groups_no_key_holds": sorted(named - set(key_groups)),
+            "skipped": [list(s) for s in report.skipped]}
 
 
 def _main(args, err) -> int:

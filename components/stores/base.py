@@ -89,31 +89,50 @@ class SupersededRule:
     by_field: str = "superseded_by"
 
     def matches(self, meta: dict) -> bool:
-        status = str(meta.get(self.status_field) or "").strip().lower()
-        return status in {s.lower() for s in self.statuses} or bool(meta.get(self.by_field))
+        """Whether ``meta`` marks its document outdated: the status field holds one of ``statuses`` in any case —
+        as a value or as an item of a list (``status: [superseded]``) — or ``by_field`` has any value."""
+        value = meta.get(self.status_field)
+        values = value if isinstance(value, (list, tuple)) else [value]
+        wanted = {s.lower() for s in self.statuses}
+        return any(str(v or "").strip().lower() in wanted for v in values) or bool(meta.get(self.by_field))
 
 
 @dataclass(frozen=True)
 class AccessRule:
     """Who may read a document: its ``field`` (front matter / metadata, e.g. ``access: [finance]``) lists the
     groups that may; a document without the field is readable by everyone, or — when ``default`` is set — only by
-    those groups. ``public`` in the list opens it to everyone."""
+    those groups. ``public`` in the list opens it to everyone. A field that is present but empty or not names
+    (``access:``, ``access: 3``) opens the document to nobody: access fails closed."""
 
     field: str = "access"
     default: tuple[str, ...] | None = None
 
+    def __post_init__(self):  # documents' fields are read in lower case (loaders.lower_keys)
+        object.__setattr__(self, "field", self.field.strip().lower())
+
     def allowed(self, meta: dict) -> frozenset[str] | None:
         """The groups that may read a document with ``meta``; None: everyone."""
-        value = meta.get(self.field)
-        if value is None:
+        if self.field not in meta:
             return None if self.default is None else frozenset(self.default)
+        value = meta[self.field]
         if isinstance(value, str):
-            groups = frozenset([value])
+            groups = frozenset([value.strip()]) - {""}
         elif isinstance(value, (list, tuple)):
-            groups = frozenset(str(g) for g in value)
-        else:  # any other value: nobody (never silently public)
+            groups = frozenset(str(g).strip() for g in value if isinstance(g, str)) - {""}
+        else:  # present but empty (`access:`), a number, a mapping: nobody (never silently public)
             groups = frozenset()
         return None if "public" in groups else groups
+
+    def unreadable_reason(self, meta: dict) -> str | None:
+        """Why a document's access field opens it to nobody (empty, or not a name or list of names), or None."""
+        if self.field not in meta:
+            return None
+        value = meta[self.field]
+        if isinstance(value, str) and value.strip() or isinstance(value, (list, tuple)) and value and all(
+                isinstance(g, str) and g.strip() for g in value):
+            return None
+        return (f"'{self.field}: {value!r}' is not a group name or a list of them, so nobody may read it "
+                f"(write e.g. '{self.field}: [finance]', or '{self.field}: public')")
 
     def readable(self, meta: dict, groups: frozenset[str] | None) -> bool:
         """Whether an asker of ``groups`` may read the document (``groups`` None: an unrestricted local user)."""

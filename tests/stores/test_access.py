@@ -101,7 +101,8 @@ def test_validate_lists_documents_no_key_can_read(tmp_path):
                           timeout=600)
     assert done.returncode == 0, done.stderr[-1500:]
     access = json.loads(done.stdout)["access"]
-    assert access == {"documents": 3, "restricted": 2, "key_groups": ["finance"], "unknown_groups": {"typo.md": ["fnance"]}}
+    assert access == {"documents": 3, "restricted": 2, "key_groups": ["finance"], "unknown_groups": {"typo.md": ["fnance"]},
+                      "unreadable": {}, "groups_no_key_holds": ["fnance"], "skipped": []}
 
 
 def test_the_query_embedding_memo_is_kept_apart_per_asker_scope(tmp_path):

@@ -32,7 +32,9 @@ def _meta_tags(tree) -> dict[str, Any]:
         name = (el.get("name") or el.get("property") or "").strip().lower().replace("-", "_")
         name = name.removeprefix("og:").removeprefix("dc.")
         content = " ".join((el.get("content") or "").split())
-        if content and (name in FIELDS or name in ("description", "author")):
+        if name in FIELDS:  # kept even when empty: an empty access field closes the document
+            out.setdefault(name, content)
+        elif content and name in ("description", "author"):
             out.setdefault(name, content)
         elif content and name == "title" and "title" not in out:
             out["title"] = content

@@ -13,13 +13,14 @@ FIELDS = ("status", "superseded_by", "version", "date", "effective_date", "produ
 
 def keyword_fields(keywords: str) -> dict[str, str]:
     """``status: superseded; superseded_by: x.pdf`` (a PDF's Keywords, a DOCX's keywords) → ``{"status": ...}``:
-    only ``key: value`` parts, keys of letters, digits and underscores."""
+    only ``key: value`` parts, keys of letters, digits and underscores in any case. A key with an empty value is
+    kept as ``""`` (``access:`` left empty must close the document, not open it)."""
     out = {}
     for part in str(keywords).replace("\n", ";").split(";"):
         key, sep, value = part.partition(":")
         key = key.strip().lower()
-        if sep and key.replace("_", "").isalnum() and value.strip():
-            out[key] = value.strip()
+        if sep and key.replace("_", "").isalnum():
+            out.setdefault(key, value.strip())
     return out
 
 

@@ -1,8 +1,8 @@
 """Reading a corpus from disk into ``SourceDocument``s, counting (never silently dropping) what is skipped.
 
 Accepted inputs:
-- a folder of ``.txt`` / ``.md`` files (recursively; Markdown may start with YAML front matter between
-  ``---`` lines, which becomes metadata and is not indexed; offsets still count from the file's first
+- a folder of ``.txt`` / ``.md`` files (recursively; either may start with YAML front matter between
+  ``---`` lines — after a byte-order mark too, keys in any case — which becomes metadata and is not indexed; offsets still count from the file's first
   character, so ``text[char_start:char_end]`` slices the file exactly) and of ``.pdf`` / ``.html`` / ``.docx``
   files, converted by ``components.core.documents`` (their converted text is the canonical text that offsets
   count in; ``layout`` keeps pages and headings);
@@ -68,18 +68,33 @@ class LoadReport:
 
 
 def _front_matter(text: str, max_bytes: int = LoadLimits.max_front_matter_bytes) -> tuple[dict, int]:
-    """``(metadata, body_start)`` of a Markdown text with optional YAML front matter (within ``max_bytes``)."""
-    if not text.startswith("---"):
+    """``(metadata, body_start)`` of a ``.md`` or ``.txt`` text with optional YAML front matter (within
+    ``max_bytes``), after a UTF-8 byte-order mark if there is one. Keys are read in any case (``Access:`` is
+    ``access``); two keys that differ only in case are a ``ValueError`` (which one would hold?)."""
+    lead = 1 if text.startswith("\ufeff") else 0
+    if not text.startswith("---", lead):
         return {}, 0
-    first_nl = text.find("\n")
+    first_nl = text.find("\n", lead)
     end = text.find("\n---", first_nl)
-    if first_nl == -1 or end == -1 or text[3:first_nl].strip():
+    if first_nl == -1 or end == -1 or text[lead + 3 : first_nl].strip():
         return {}, 0
     meta = safe_yaml.load(text[first_nl + 1 : end], max_bytes=max_bytes, max_aliases=8, max_nodes=10_000) or {}
     if not isinstance(meta, dict):
         raise ValueError("front matter is not a mapping")
     close = text.find("\n", end + 4)
-    return meta, len(text) if close == -1 else close + 1
+    return lower_keys(meta), len(text) if close == -1 else close + 1
+
+
+def lower_keys(meta: dict) -> dict:
+    """``meta`` with its keys in lower case — the one spelling every rule reads; a ``ValueError`` naming both when
+    two keys differ only in case."""
+    out: dict = {}
+    for key, value in meta.items():
+        low = str(key).strip().lower()
+        if low in out:
+            raise ValueError(f"the fields '{low}' and '{key}' differ only in case; keep one")
+        out[low] = value
+    return out
 
 
 def _read_text_file(path: Path, rel: str, limits: LoadLimits = LoadLimits()) -> tuple[SourceDocument | None, str | None]:
@@ -100,7 +115,7 @@ def _read_text_file(path: Path, rel: str, limits: LoadLimits = LoadLimits()) -> 
         return None, f"not UTF-8 (byte {exc.start}); convert it with `iconv -t UTF-8`"
     meta: dict = {}
     body = 0
-    if path.suffix.lower() in (".md", ".markdown"):
+    if path.suffix.lower() in TEXT_SUFFIXES:  # .txt as .md: front matter is metadata, never indexed text
         try:
             meta, body = _front_matter(text, limits.max_front_matter_bytes)
         except safe_yaml.YamlLimitError as exc:
