@@ -47,7 +47,12 @@ def convert_file(path: Path, rel: str, limits: "LoadLimits") -> "SourceDocument"
         raise ConversionError(f"too large to convert in memory ({kind}); split the file") from None
     except Exception as exc:  # noqa: BLE001 - a damaged file must be listed, never crash the whole index
         raise ConversionError(f"could not be converted ({type(exc).__name__}: {str(exc)[:160]})") from None
-    if kind != "pdf":
+    if kind != "pdf":  # the PDF's text is normalised character by character as it is read (pdf.page_text)
+        from components.core.text.normalise import normalise_text
+
+        text, changed = normalise_text(text)
+        if changed:
+            layout["normalised_chars"] = changed
         layout["headings"] = markdown_headings(text)
     layout["file"] = rel
     layout["sha256"] = file_sha256(path)

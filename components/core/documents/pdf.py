@@ -22,6 +22,7 @@ from typing import Any
 
 from components.core.documents.errors import ConversionError
 from components.core.documents.meta import keyword_fields
+from components.core.text.normalise import normalise_char
 
 PAGE_SEPARATOR = "\n\n"
 PDFIUM_LOCK = threading.RLock()  # PDFium is not thread-safe: one call into it at a time per process
@@ -111,8 +112,9 @@ def page_text(textpage, heading_titles: list[str] = ()) -> tuple[str, list[int]]
                 index.append(i)
             line_start = len(out)
             continue
-        out.append(ch)
-        index.append(i)
+        for kept in normalise_char(ch):  # marker characters dropped, ligatures spelled out: index stays exact
+            out.append(kept)
+            index.append(i)
     return "".join(out), index
 
 

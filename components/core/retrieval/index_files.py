@@ -63,7 +63,7 @@ class EmbeddingCache:
 
     @staticmethod
     def text_key(text: str) -> str:
-        return hashlib.sha1(text.encode()).hexdigest()
+        return hashlib.sha1(text.encode("utf-8", "surrogatepass")).hexdigest()  # never a crash on a lone surrogate
 
     def embed(self, texts: list[str], embedder: Embedder) -> tuple[np.ndarray, int]:
         """Embeddings for ``texts``; only texts not seen before are sent to ``embedder``. Returns (matrix, n_new)."""
