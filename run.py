@@ -36,7 +36,8 @@ def parse_args(argv=None):
                         "the calibration file's, else 0.9)")
     p.add_argument("--unanswerable-share", type=float, metavar="S",
                    help="with --calibrate: fit the combiner and choose its bar as if this share of the questions had "
-                        "no answer in the sources (prior-shift re-weighting; default: the labelled set's own share)")
+                        "no answer in the sources (prior-shift re-weighting; default: the YAML's "
+                        "metadata.spanqa.unanswerable_share, else the labelled set's own share)")
     p.add_argument("--resplits", type=int, default=20, metavar="N",
                    help="with --calibrate: also refit on N other choose/report splits and report the spread of the "
                         "report half's precision and coverage (default 20; 0: skip)")
@@ -148,6 +149,15 @@ def _check_calibration_stack(runner, err) -> None:
         changed = sorted(k for k in set(fitted) | set(runner.models()) if fitted.get(k) != runner.models().get(k))
         err.print(f"[yellow]confidence[/yellow] was calibrated with other models ({escape(', '.join(changed))} differ): "
                   f"it is not a calibrated probability for this stack; run --eval … --calibrate on labelled data.")
+
+
+def unanswerable_share(args, spec: dict) -> float | None:
+    """The unanswerable share --calibrate fits for: the flag, else the pipeline YAML's
+    ``metadata.spanqa.unanswerable_share`` (validated with the YAML: strictly between 0 and 1, or null) — where users
+    are: how many of their questions the sources do not answer."""
+    if args.unanswerable_share is not None:
+        return args.unanswerable_share
+    return ((spec.get("metadata") or {}).get("spanqa") or {}).get("unanswerable_share")
 
 
 def _validate(args, out) -> int:
@@ -313,7 +323,7 @@ def _evaluate(args, kind, runner, out, err) -> int:
 
             summary["calibration"] = evaluate.calibrate(rows, runner)
             summary["confidence_calibration"] = calibrate_confidence(rows, runner, args.eval, args.target_precision,
-                                                                     args.calibration_out, args.unanswerable_share,
+                                                                     args.calibration_out, unanswerable_share(args, spec),
                                                                      args.resplits)
     summary.update(dataset=args.eval, pipeline=args.pipeline, models=runner.models())
     if args.report:

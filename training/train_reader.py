@@ -50,7 +50,8 @@ def parse_args(argv=None):
     p.add_argument("--v1-questions", type=int, default=0,
                    help="a seeded sample of this many SQuAD 1.1 / 2.0 training questions (0: all): the answerable "
                         "reading kept while a stage learns the --more questions")
-    p.add_argument("--out", default=str(ROOT / "models" / "spanqa-reader-minilm-l6"), help="export directory")
+    p.add_argument("--out", default=str(ROOT / ".spanqa" / "training" / "reader-out"),
+                   help="export directory (outside git: copy a reader into models/ only to ship it)")
     p.add_argument("--work", default=str(ROOT / ".spanqa" / "training" / "reader"), help="checkpoints, curve")
     p.add_argument("--minutes", type=float, default=None, help="time budget (the LR schedule runs on time used)")
     p.add_argument("--examples", type=int, default=None, help="example budget (instead of --minutes)")

@@ -234,3 +234,45 @@ def test_learning_curve_counts_a_second_stage_from_the_first_stages_start():
     assert [(p["stage"], p["examples"], p["minutes"], p["f1"]) for p in learning_curve(second)] == [
         (1, 50, 5.0, 40.0), (1, 100, 10.0, 50.0), (2, 160, 14.0, 55.0)]
     assert learning_curve(first)[-1]["examples"] == 100
+
+
+MORE = ROOT.parent / "shared" / "data" / "squad2-more" / "dev-v2.0-29-articles.json"
+
+
+def test_more_articles_are_held_out_whole_and_read_as_adversarial_no_answers(tmp_path):
+    paragraph = "The lamp is red. It was made in Oslo. It costs ten euros. The shop sells it."
+    articles = {}
+    for t in ("A", "B", "C", "D"):
+        articles[t] = [reader_data.Question(f"{t}1", "What colour is the lamp?", paragraph, ((12, "red"),), (), t, 0,
+                                            True),
+                       reader_data.Question(f"{t}2", "Where was the lamp not made?", paragraph, (), (), t, 0, True)]
+    train, held, titles = reader_data.split_more(articles, 2, seed=13)
+    assert len(titles) == 2 and {q.article for q in held} == set(titles)
+    assert not {q.article for q in train} & set(titles) and len(train) + len(held) == 8
+    stream = reader_data.examples(train, seed=1, negatives=0.0, unanswerable_repeat=3)
+    drawn = [next(stream) for _ in range(40)]
+    adversarial = [e for e in drawn if e.kind == "adversarial"]
+    assert adversarial and all(e.answer_start is None and e.context in paragraph for e in adversarial)
+    assert {e.context for e in adversarial} - {paragraph}  # sometimes the window a search finds, not the paragraph
+    assert "adversarial" in reader_data.UNTAUGHT_KINDS and "unanswerable" not in reader_data.UNTAUGHT_KINDS
+
+
+def test_the_development_article_is_refused_as_training_data():
+    with pytest.raises(SystemExit, match="for reporting only"):
+        train_reader.check_not_development(str(ROOT.parent / "shared/data/squad2/dev-computational-complexity.json"))
+    train_reader.check_not_development(str(MORE))  # the squad2-more articles are training data
+
+
+@pytest.mark.skipif(not MORE.exists(), reason="needs ../shared/data/squad2-more")
+def test_heldout_writes_the_more_articles_train_reader_holds_out(tmp_path):
+    import subprocess
+
+    out = tmp_path / "held.json"
+    done = subprocess.run([sys.executable, str(ROOT / "training/heldout.py"), "--questions", "50", "--more", str(MORE),
+                           "--more-questions", "60", "--out", str(out)], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-800:]
+    written = json.loads(out.read_text())
+    titles = {a["title"] for a in written["data"]}
+    _, _, more_titles = reader_data.split_more(reader_data.load_articles(MORE, adversarial=True), 6, 13)
+    assert set(more_titles) <= titles and len(more_titles) == 6
+    assert "Computational_complexity_theory" not in titles
