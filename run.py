@@ -276,6 +276,10 @@ def _main(args, err) -> int:
     if stats.get("skipped"):
         err.print(f"[yellow]skipped {len(stats['skipped'])} of {stats.get('found', '?')} file(s):[/yellow] "
                   + escape("; ".join(f"{p} ({r})" for p, r in stats["skipped"])), highlight=False)
+    if stats.get("hidden"):
+        err.print(f"[yellow]left out {sum(stats['hidden'].values()):,} character(s) no reader sees (hidden, white on "
+                  f"white, tiny or off the page) in {len(stats['hidden'])} file(s):[/yellow] "
+                  + escape("; ".join(f"{p} ({n})" for p, n in stats["hidden"].items())), highlight=False)
     for name, served in runner.models().items():
         if served.startswith("fallback:"):
             err.print(f"[yellow]offline fallback[/yellow] {name}: {served}")

@@ -24,7 +24,8 @@ from components.core.params import ParameterError, check_choice, check_fraction,
 from components.core.retrieval.loaders import LoadLimits
 
 CONTEXT_NOTES = ("headings", "none", "generator")  # what is indexed before each chunk (docs/documents.md)
-CONVERSION_KEYS = ("max_pages", "max_unpacked_bytes")  # the `conversion:` limits (PDF pages, DOCX archive size)
+# the `conversion:` settings: PDF pages, DOCX archive size, and the smallest text size a reader sees (points)
+CONVERSION_KEYS = ("max_pages", "max_unpacked_bytes", "min_visible_pt")
 
 
 @dataclass(frozen=True)
@@ -101,7 +102,14 @@ class StoreSettings:
                                  f"{', '.join(CONVERSION_KEYS)}); fix the store's section of the pipeline YAML.")
         for key in CONVERSION_KEYS:
             conversion.setdefault(key, getattr(LoadLimits, key))
-            check_positive_int(component, f"conversion.{key}", conversion[key])
+            if key == "min_visible_pt":
+                value = conversion[key]
+                if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= 72:
+                    raise ParameterError(f"{component}: conversion.min_visible_pt is {value!r}, but it must be a "
+                                         f"number of points from 0 to 72 (text smaller than it is left out as "
+                                         f"unreadable; 0 keeps every size); fix the store's section of the YAML.")
+            else:
+                check_positive_int(component, f"conversion.{key}", conversion[key])
         return conversion
 
     @property

@@ -119,6 +119,7 @@ class SpanStore(StoreBase):
         if index is None:
             index = self._build_locked(report, key, directory, stats)
         stats.update(seconds=round(time.perf_counter() - start, 3), skipped=report.skipped, found=report.found, key=key,
+                     hidden=report.hidden,
                      documents=len(index.documents), chunks=index.n_chunks)
         self._index, self.load_report, self.stats = index, report, stats
         self._shared = _OPEN[reg_key] = _Opened(index, report, stats)

@@ -28,17 +28,18 @@ def convert_file(path: Path, rel: str, limits: "LoadLimits") -> "SourceDocument"
     kind = CONVERTED_SUFFIXES[path.suffix.lower()]
     try:
         if kind == "pdf":
-            text, meta, layout = read_pdf(path, limits.max_document_bytes, limits.max_pages)
+            text, meta, layout = read_pdf(path, limits.max_document_bytes, limits.max_pages, limits.min_visible_pt)
         elif kind == "html":
             from components.core.documents.html import read_html
 
-            text, meta = read_html(path, limits.max_document_bytes)
-            layout = {"format": "html"}
+            text, meta, hidden = read_html(path, limits.max_document_bytes, limits.min_visible_pt)
+            layout = {"format": "html", "hidden_chars": hidden}
         else:
             from components.core.documents.docx import read_docx
 
-            text, meta = read_docx(path, limits.max_document_bytes, limits.max_unpacked_bytes)
-            layout = {"format": "docx"}
+            text, meta, hidden = read_docx(path, limits.max_document_bytes, limits.max_unpacked_bytes,
+                                           limits.min_visible_pt)
+            layout = {"format": "docx", "hidden_chars": hidden}
     except ConversionError:
         raise
     except RecursionError:

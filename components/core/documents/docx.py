@@ -17,6 +17,7 @@ from typing import Any
 
 from components.core.documents.errors import ConversionError
 from components.core.documents.meta import keyword_fields, pipe_table, plain_value
+from components.core.documents.visibility import DEFAULT_MIN_PT, docx_run_hidden
 
 MAX_RATIO = 200  # uncompressed / compressed; real documents stay far below (text XML compresses ~10×)
 
@@ -50,12 +51,36 @@ def _heading_level(style_name: str) -> int:
     return 0
 
 
-def read_docx(path: Path, max_bytes: int, max_unpacked_bytes: int) -> tuple[str, dict[str, Any]]:
-    """``(canonical text, meta)`` of a .docx, or ``ConversionError``."""
+def visible_text(paragraph_el, min_pt: float = DEFAULT_MIN_PT) -> tuple[str, int]:
+    """``(text, hidden characters)`` of a ``w:p`` element: the text of its runs (hyperlinks' included) that a
+    reader sees (``visibility.docx_run_hidden``), tabs and breaks as whitespace."""
+    from docx.oxml.ns import qn
+
+    shown, hidden = [], 0
+    text_tag, tab, breaks = qn("w:t"), qn("w:tab"), (qn("w:br"), qn("w:cr"))
+    for run in paragraph_el.iter(qn("w:r")):
+        parts = []
+        for el in run:
+            if el.tag == text_tag:
+                parts.append(el.text or "")
+            elif el.tag == tab:
+                parts.append("\t")
+            elif el.tag in breaks:
+                parts.append("\n")
+        text = "".join(parts)
+        if docx_run_hidden(run.find(qn("w:rPr")), min_pt):
+            hidden += len(text.strip())
+        else:
+            shown.append(text)
+    return "".join(shown), hidden
+
+
+def read_docx(path: Path, max_bytes: int, max_unpacked_bytes: int,
+              min_pt: float = DEFAULT_MIN_PT) -> tuple[str, dict[str, Any], int]:
+    """``(canonical text, meta, hidden characters left out)`` of a .docx, or ``ConversionError``."""
     import docx
     from docx.oxml.ns import qn
     from docx.table import Table
-    from docx.text.paragraph import Paragraph
 
     if path.stat().st_size > max_bytes:
         raise ConversionError(f"larger than max_document_bytes ({max_bytes:,} bytes)")
@@ -73,10 +98,12 @@ def read_docx(path: Path, max_bytes: int, max_unpacked_bytes: int) -> tuple[str,
             names[style_id] = (found.name_val or "") if found is not None else ""
         return names[style_id]
 
+    hidden = 0
     for child in document.element.body.iterchildren():
         if child.tag == qn("w:p"):
-            para = Paragraph(child, document)
-            text = " ".join(para.text.split())
+            shown, left_out = visible_text(child, min_pt)
+            hidden += left_out
+            text = " ".join(shown.split())
             if not text:
                 continue
             style = style_name(child.style)
@@ -91,13 +118,21 @@ def read_docx(path: Path, max_bytes: int, max_unpacked_bytes: int) -> tuple[str,
             else:
                 blocks.append(text)
         elif child.tag == qn("w:tbl"):
-            rows = [r for r in ([c.text for c in row.cells] for row in Table(child, document).rows)
-                    if any(t.strip() for t in r)]
+            rows = []
+            for row in Table(child, document).rows:
+                cells = []
+                for cell in row.cells:
+                    seen = [visible_text(p._p, min_pt) for p in cell.paragraphs]
+                    hidden += sum(h for _, h in seen)
+                    cells.append("\n".join(t for t, _ in seen))
+                if any(t.strip() for t in cells):
+                    rows.append(cells)
             if rows:
                 blocks.append(pipe_table(rows))
     text = "\n\n".join(blocks)
     if not text.strip():
-        raise ConversionError("no text (an empty document, or only images)")
+        raise ConversionError("no text (an empty document, or only images)"
+                              + (f"; {hidden:,} characters of hidden text left out" if hidden else ""))
     props = document.core_properties
     meta: dict[str, Any] = {}
     for key, value in (("title", props.title), ("subject", props.subject), ("author", props.author),
@@ -106,4 +141,4 @@ def read_docx(path: Path, max_bytes: int, max_unpacked_bytes: int) -> tuple[str,
         if value:
             meta[key] = plain_value(value)
     meta.update(keyword_fields(props.keywords or ""))
-    return text + "\n", meta
+    return text + "\n", meta, hidden

@@ -16,6 +16,7 @@ from typing import Any
 
 from components.core.documents.errors import ConversionError
 from components.core.documents.meta import FIELDS, pipe_table
+from components.core.documents.visibility import DEFAULT_MIN_PT, parse_colour, parse_style, style_hides
 
 _TRAILING = re.compile(r"[ \t]+$", re.MULTILINE)
 
@@ -39,6 +40,59 @@ def _meta_tags(tree) -> dict[str, Any]:
         elif content and name == "title" and "title" not in out:
             out["title"] = content
     return out
+
+
+_RULE = re.compile(r"([^{}@]+)\{([^{}]*)\}")
+_INHERITED = ("color", "font-size", "visibility")
+
+
+def _stylesheet(tree) -> dict:
+    """``{element: declarations}`` from the page's own ``<style>`` rules (simple rules; ``@media`` and other at-rules
+    are skipped), in document order so a later rule wins, as in a browser (specificity is not weighed)."""
+    from cssselect import SelectorError
+
+    css = " ".join("".join(el.itertext()) for el in tree.iter("style"))
+    css = re.sub(r"/\*.*?\*/", " ", css, flags=re.S)
+    css = re.sub(r"@[^{;]+\{(?:[^{}]*\{[^{}]*\})*[^{}]*\}", " ", css)  # @media { … { … } } blocks
+    found: dict = {}
+    for selectors, body in _RULE.findall(css):
+        decl = parse_style(body)
+        for selector in selectors.split(","):
+            try:
+                matched = tree.cssselect(selector.strip())
+            except (SelectorError, ValueError, TypeError):
+                continue
+            for el in matched:
+                found.setdefault(el, {}).update(decl)
+    return found
+
+
+def prune_hidden(tree, min_pt: float = DEFAULT_MIN_PT) -> int:
+    """Remove from ``tree`` every element a reader of the page does not see (``visibility.style_hides`` over its
+    inline style and the page's ``<style>`` rules, the ``hidden`` attribute, ``<template>``); the characters of
+    text removed."""
+    rules = _stylesheet(tree)
+    hidden = []
+
+    def walk(el, inherited: dict, background) -> None:
+        if not isinstance(el.tag, str):
+            return
+        own = {**rules.get(el, {}), **parse_style(el.get("style") or "")}
+        decl = {**inherited, **own}
+        if el.get("hidden") is not None or el.tag == "template" or style_hides(decl, min_pt, background):
+            hidden.append(el)
+            return
+        bg = parse_colour(own.get("background-color") or (own.get("background") or "").split(" ")[0] or None)
+        passed = {k: decl[k] for k in _INHERITED if k in decl}
+        for child in el:
+            walk(child, passed, bg or background)
+
+    walk(tree, {}, None)
+    removed = 0
+    for el in hidden:
+        removed += len("".join(el.itertext()).strip())
+        el.drop_tree()  # its tail (text after it) is the parent's and stays
+    return removed
 
 
 def _flat(el) -> str:
@@ -74,8 +128,8 @@ def body_to_markdown(body) -> str:
     return "\n\n".join(blocks) + ("\n" if blocks else "")
 
 
-def read_html(path: Path, max_bytes: int) -> tuple[str, dict[str, Any]]:
-    """``(canonical text, meta)`` of an HTML file, or ``ConversionError``."""
+def read_html(path: Path, max_bytes: int, min_pt: float = DEFAULT_MIN_PT) -> tuple[str, dict[str, Any], int]:
+    """``(canonical text, meta, hidden characters left out)`` of an HTML file, or ``ConversionError``."""
     import trafilatura
 
     raw = path.read_bytes()[: max_bytes + 1]
@@ -91,11 +145,13 @@ def read_html(path: Path, max_bytes: int) -> tuple[str, dict[str, Any]]:
     except (ValueError, lxml.etree.ParserError) as exc:
         raise ConversionError(f"not a readable HTML page ({exc})") from None
     meta = _meta_tags(tree)  # before trafilatura prunes the tree
+    hidden = prune_hidden(tree, min_pt)  # what a reader does not see is never text (nor an answer)
     extracted = trafilatura.bare_extraction(tree, include_tables=True, include_formatting=False,
                                             include_comments=False, include_links=False, include_images=False,
                                             favor_recall=True, deduplicate=False, with_metadata=False)
     body = getattr(extracted, "body", None)
     text = body_to_markdown(body) if body is not None else ""
     if not text.strip():
-        raise ConversionError("no main content found in the page (navigation, scripts or an empty body only)")
-    return text, meta
+        raise ConversionError("no main content found in the page (navigation, scripts or an empty body only)"
+                              + (f"; {hidden:,} characters of hidden text left out" if hidden else ""))
+    return text, meta, hidden

@@ -18,10 +18,12 @@ import functools
 import io
 import threading
 from pathlib import Path
+import ctypes
 from typing import Any
 
 from components.core.documents.errors import ConversionError
 from components.core.documents.meta import keyword_fields
+from components.core.documents.visibility import DEFAULT_MIN_PT, pdf_char_hidden
 from components.core.text.normalise import normalise_char
 
 PAGE_SEPARATOR = "\n\n"
@@ -81,9 +83,38 @@ def _line_breaks(raw: str, textpage) -> dict[int, bool]:
     return {k: (wrap <= 0 or pitch.get(k, 0) <= 0 or pitch[k] > 1.3 * wrap) for k in ends}
 
 
-def page_text(textpage, heading_titles: list[str] = ()) -> tuple[str, list[int]]:
+def hidden_chars(textpage, raw: str, min_pt: float = DEFAULT_MIN_PT) -> set[int]:
+    """PDFium's indices of the characters of a page a reader does not see (``visibility.pdf_char_hidden``):
+    invisible or clip-only render mode, white or transparent fill, under ``min_pt`` points, outside the page."""
+    import pypdfium2.raw as pdfium_c
+
+    try:
+        size = textpage.page.get_size()
+    except Exception:  # noqa: BLE001 - no page size: the box test is skipped, the others still hold
+        size = None
+    r, g, b, a = (ctypes.c_uint() for _ in range(4))
+    left, right, bottom, top = (ctypes.c_double() for _ in range(4))
+    out = set()
+    for i, ch in enumerate(raw):
+        if ch.isspace() or ch in "\x00\x02":
+            continue
+        obj = pdfium_c.FPDFText_GetTextObject(textpage.raw, i)
+        mode = pdfium_c.FPDFTextObj_GetTextRenderMode(obj) if obj else None
+        fill = (r.value, g.value, b.value, a.value) if pdfium_c.FPDFText_GetFillColor(
+            textpage.raw, i, ctypes.byref(r), ctypes.byref(g), ctypes.byref(b), ctypes.byref(a)) else None
+        box = None
+        if size is not None and pdfium_c.FPDFText_GetCharBox(textpage.raw, i, ctypes.byref(left), ctypes.byref(right),
+                                                            ctypes.byref(bottom), ctypes.byref(top)):
+            box = (left.value, right.value, bottom.value, top.value)
+        if pdf_char_hidden(mode, fill, pdfium_c.FPDFText_GetFontSize(textpage.raw, i), box, size or (0, 0), min_pt):
+            out.add(i)
+    return out
+
+
+def page_text(textpage, heading_titles: list[str] = (), min_pt: float = DEFAULT_MIN_PT) -> tuple[str, list[int], int]:
     """``(text, index)`` of one page: the canonical text and, for each of its characters, PDFium's character index
-    (−1 where a character was inserted). A line that wraps inside a paragraph ends in a space (same length), a line
+    (−1 where a character was inserted), and the count of characters left out because no reader sees them
+    (``hidden_chars``). A line that wraps inside a paragraph ends in a space (same length), a line
     that ends a paragraph — or is a heading title — is followed by a blank line, so the one splitter sees the
     paragraphs; the rest is PDFium's text unchanged."""
     raw = textpage.get_text_range()
@@ -93,6 +124,7 @@ def page_text(textpage, heading_titles: list[str] = ()) -> tuple[str, list[int]]
 
         raw = "".join(chr(pdfium_c.FPDFText_GetUnicode(textpage.raw, i) or 32) for i in range(n))
     breaks = _line_breaks(raw, textpage)
+    invisible = hidden_chars(textpage, raw, min_pt)
     titles = {t.strip().lower() for t in heading_titles if t.strip()}
     out: list[str] = []
     index: list[int] = []
@@ -112,10 +144,12 @@ def page_text(textpage, heading_titles: list[str] = ()) -> tuple[str, list[int]]
                 index.append(i)
             line_start = len(out)
             continue
+        if i in invisible:  # drawn so no reader sees it: never text, never an answer (counted)
+            continue
         for kept in normalise_char(ch):  # marker characters dropped, ligatures spelled out: index stays exact
             out.append(kept)
             index.append(i)
-    return "".join(out), index
+    return "".join(out), index, len(invisible)
 
 
 def _outline(pdf) -> list[tuple[int, int, str]]:
@@ -140,7 +174,8 @@ def _pdf_date(value: str) -> str:
 
 
 @_locked
-def read_pdf(path: Path, max_bytes: int, max_pages: int) -> tuple[str, dict[str, Any], dict[str, Any]]:
+def read_pdf(path: Path, max_bytes: int, max_pages: int,
+             min_pt: float = DEFAULT_MIN_PT) -> tuple[str, dict[str, Any], dict[str, Any]]:
     """``(canonical text, meta, layout)`` of a PDF, or ``ConversionError`` with the reason it cannot be indexed."""
     pdf = _open(path, max_bytes)
     try:
@@ -152,11 +187,12 @@ def read_pdf(path: Path, max_bytes: int, max_pages: int) -> tuple[str, dict[str,
         parts: list[str] = []
         pages: list[list[int]] = []
         headings: list[list] = []
-        pos = 0
+        pos, hidden = 0, 0
         for p in range(n_pages):
             page = pdf[p]
             titles = [t for (pi, _lvl, t) in outline if pi == p]
-            text, _index = page_text(page.get_textpage(), titles)
+            text, _index, left_out = page_text(page.get_textpage(), titles, min_pt)
+            hidden += left_out
             if p:
                 parts.append(PAGE_SEPARATOR)
                 pos += len(PAGE_SEPARATOR)
@@ -189,7 +225,8 @@ def read_pdf(path: Path, max_bytes: int, max_pages: int) -> tuple[str, dict[str,
         if info.get(key):
             meta[name] = _pdf_date(info[key])
     meta.update(keyword_fields(info.get("Keywords") or ""))
-    layout = {"format": "pdf", "pages": pages, "headings": sorted(headings)}
+    layout = {"format": "pdf", "pages": pages, "headings": sorted(headings), "hidden_chars": hidden,
+              "min_visible_pt": min_pt}
     return text, meta, layout
 
 
@@ -208,7 +245,8 @@ def span_boxes(path: Path, layout: dict, start: int, end: int) -> dict[int, list
             if p1 <= start or p0 >= end:
                 continue
             textpage = pdf[n - 1].get_textpage()
-            _text, index = page_text(textpage, [t for (pi, _l, t) in outline if pi == n - 1])
+            _text, index, _hidden = page_text(textpage, [t for (pi, _l, t) in outline if pi == n - 1],
+                                              layout.get("min_visible_pt", DEFAULT_MIN_PT))
             boxes: list[list[float]] = []
             for c in range(max(start, p0) - p0, min(end, p1) - p0):
                 i = index[c] if c < len(index) else -1

@@ -36,6 +36,7 @@ class LoadLimits:
     follow_links_outside: bool = False  # symbolic links that leave the data folder are skipped unless True
     max_pages: int = 2_000  # a PDF with more pages is skipped (and listed)
     max_unpacked_bytes: int = 200_000_000  # a .docx whose archive inflates past this is skipped (zip bombs)
+    min_visible_pt: float = 2.0  # text smaller than this (or hidden, white on white, off the page) is left out
 
 
 @dataclass
@@ -60,6 +61,12 @@ class LoadReport:
     documents: list[SourceDocument]
     skipped: list[tuple[str, str]]  # (file or record, reason)
     source: str
+
+    @property
+    def hidden(self) -> dict[str, int]:
+        """``{doc_id: characters left out}`` of the converted files that held text no reader sees (hidden,
+        white on white, under the size threshold, off the page)."""
+        return {d.doc_id: d.layout["hidden_chars"] for d in self.documents if d.layout.get("hidden_chars")}
 
     @property
     def found(self) -> int:

@@ -239,6 +239,7 @@ def sync_store(store) -> dict:
         conn.close()
     stats = {"built": bool(done["added"] or done["changed"] or done["deleted"]), "healed": [],
              "seconds": round(time.perf_counter() - start, 3), "skipped": report.skipped, "found": report.found,
+             "hidden": report.hidden,
              "documents": int(n_docs), "chunks": int(n_chunks), "store": f"postgresql {store.where}",
              "tables": f"{store.tables.prefix}_*", **done}
     return {"stats": stats, "report": report}
