@@ -62,9 +62,72 @@ _CUES: list[tuple[str, re.Pattern]] = [
 ]
 
 
+# --- directives by shape: a clause that orders whoever reads it what to say -----------------------------------------
+# Not phrases but a grammatical shape, per language: a verb of saying (answer, reply, say, tell, state …) in the
+# imperative at the start of a clause, or after a modal of obligation ("should", "must", "are to" …; "should be told"),
+# followed by what is to be said ("that …", a quotation, a colon); and a verb of dismissal (ignore, disregard …) in
+# the imperative with what it dismisses ("the above", "everything", "all previous …"). An instruction to a person
+# who reads a manual ("Press Reset and hold for 10 s", "Please reply with your order number", "You must restart
+# the hub") has no verb of saying with something to say, so it is not one.
+_CLAUSE = r"(?:^|[.;:!?…]\s+|[,(]\s*|\b(?:and|then|please|just|always|only|simply|now|so)\s+)"
+_SHAPES = {
+    "en": {"say": r"(?:say|tell|answer|reply|respond|state|claim|write|output|report|assure|confirm)",
+           "modal": r"(?:should|must|shall|need\s+to|needs\s+to|are\s+to|has\s+to|have\s+to|ought\s+to)"
+                    r"(?:\s+(?:always|only|now|simply|just))?",
+           "passive": r"(?:be\s+(?:told|informed|advised|assured))(?!\s+(?:of|about|by|in|before|after|when|if|via|"
+                      r"through|whether)\b)",
+           "what": r"(?:that\b|[\"'“”«‘]|:|with\s+(?:[\"'“«‘]|\d|yes\b|no\b|the\s+(?:answer|number|text)\b))",
+           "dismiss": r"(?:ignore|disregard|forget|override|bypass)",
+           "dismissed": r"(?:the\s+(?:above|previous|preceding|earlier|prior|rest)|everything|all\b|any\s+(?:previous|"
+                        r"prior|other)|what\s+(?:was|is|has\s+been)\s+(?:said|written|stated)|previous|prior|above)"},
+    "fr": {"say": r"(?:réponds|répondez|répondre|dis|dites|dire|affirme|affirmez|indique|indiquez|écris|écrivez)",
+           "modal": r"(?:doit|doivent|devez|dois|faut|il\s+faut)", "passive": r"(?!x)x",
+           "what": r"(?:que\b|qu['’]|[\"«“]|:)", "dismiss": r"(?:ignore|ignorez|oublie|oubliez|ne\s+tenez\s+pas\s+compte)",
+           "dismissed": r"(?:les|des|tout|toutes|ce\s+qui|de\s+ce\s+qui|ci-dessus|précédent)"},
+    "de": {"say": r"(?:antworte|antwortet|antworten(?:\s+sie)?|sage|sagt|sagen(?:\s+sie)?|behaupte|schreibe|schreiben"
+                  r"(?:\s+sie)?)",
+           "modal": r"(?:muss|müssen|musst|soll|sollen|sollst|sollte|sollten)", "passive": r"(?!x)x",
+           "what": r"(?:dass\b|[\"„“«]|:)",
+           "dismiss": r"(?:ignoriere|ignoriert|ignorieren(?:\s+sie)?|vergiss|vergessen(?:\s+sie)?)",
+           "dismissed": r"(?:alle|alles|die\s+(?:vorherigen|obigen|bisherigen)|das\s+obige|vorherige|obige)"},
+    "es": {"say": r"(?:responde|responda|responded|di|diga|decir|afirma|afirme|escribe|escriba|contesta|conteste)",
+           "modal": r"(?:debe|deben|debes|debería|tiene\s+que|tienen\s+que|hay\s+que)", "passive": r"(?!x)x",
+           "what": r"(?:que\b|[\"«“]|:)", "dismiss": r"(?:ignora|ignore|ignoren|olvida|olvide)",
+           "dismissed": r"(?:las|los|todo|todas|todos|lo\s+anterior|lo\s+que)"},
+    "it": {"say": r"(?:rispondi|risponda|rispondete|rispondere|di['’]|dica|dite|dire|afferma|scrivi|scriva)",
+           "modal": r"(?:deve|devono|devi|dovrebbe|bisogna)", "passive": r"(?!x)x",
+           "what": r"(?:che\b|[\"«“]|:)", "dismiss": r"(?:ignora|ignori|ignorate|dimentica|dimentichi)",
+           "dismissed": r"(?:le|gli|tutto|tutte|tutti|quanto|ciò\s+che|le\s+istruzioni)"},
+    "nl": {"say": r"(?:antwoord|antwoorden|zeg|zeggen|beweer|schrijf)", "modal": r"(?:moet|moeten|zou|zouden)",
+           "passive": r"(?!x)x", "what": r"(?:dat\b|[\"„“«]|:)", "dismiss": r"(?:negeer|vergeet)",
+           "dismissed": r"(?:alle|alles|de\s+vorige|het\s+bovenstaande|vorige|bovenstaande)"},
+    "pt": {"say": r"(?:responda|responde|diga|diz|dizer|afirme|escreva)", "modal": r"(?:deve|devem|precisa|tem\s+que)",
+           "passive": r"(?!x)x", "what": r"(?:que\b|[\"«“]|:)", "dismiss": r"(?:ignore|ignora|esqueça|esquece)",
+           "dismissed": r"(?:as|os|tudo|todas|todos|o\s+que|o\s+acima)"},
+}
+
+
+def _shape_patterns() -> list[tuple[str, re.Pattern]]:
+    out = []
+    for lang, w in _SHAPES.items():
+        # what is to be said: a colon right after the verb ("answer: 48 hours"), or within a few words a clause or a
+        # quotation ("reply to customers that …") — never a colon further on ("Say goodbye to cables: …")
+        said = rf"(?:\s*:|(?:\s+[^\s:]+){{0,6}}?\s*(?!:){w['what']})"
+        out.append(("orders the reader what to say", re.compile(
+            rf"{_CLAUSE}(?:always\s+|only\s+)?{w['say']}\b{said}", re.I)))
+        out.append(("orders the reader what to say", re.compile(
+            rf"\b{w['modal']}\s+(?:{w['say']}\b{said}|{w['passive']}\s+\S)", re.I)))
+        out.append(("ignore instructions", re.compile(rf"{_CLAUSE}{w['dismiss']}\s+{w['dismissed']}", re.I)))
+    return out
+
+
+_SHAPE_CUES = _shape_patterns()
+
+
 def directive_reason(sentence: str) -> str | None:
-    """Why ``sentence`` addresses the reader (a short label), or ``None`` when it is ordinary content."""
-    for label, pattern in _CUES:
+    """Why ``sentence`` addresses the reader (a short label), or ``None`` when it is ordinary content: the cues
+    above (chat roles, claimed verdicts and citations, notes to an AI), then the directive shapes."""
+    for label, pattern in _CUES + _SHAPE_CUES:
         if pattern.search(sentence):
             return label
     return None
