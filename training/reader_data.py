@@ -27,19 +27,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
+from questions import Question  # noqa: F401  (re-exported: reader_data.Question)
 from unanswerable import WORD, antonym_question, negated_question, swapped_question
-
-
-@dataclass(frozen=True)
-class Question:
-    qid: str
-    question: str
-    context: str  # the paragraph
-    answers: tuple[tuple[int, str], ...]  # (char_start, text); empty for unanswerable
-    plausible: tuple[tuple[int, str], ...]  # SQuAD 2.0 plausible answers of an unanswerable question
-    article: str
-    paragraph: int  # index of the paragraph in its article
-    adversarial: bool = False  # from a ``--more`` file: an unanswerable one was written against its paragraph
 
 
 @dataclass(frozen=True)

@@ -20,10 +20,7 @@ import random
 import re
 from functools import lru_cache
 from pathlib import Path
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:  # reader_data imports this module: the question type is only named here
-    from reader_data import Question
+from questions import Question
 
 
 # the parts of speech a question's writer swaps for another of the same article (SQuAD 2.0's "entity swap")

@@ -4,6 +4,13 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import sys
+
+
+def say(message: str) -> None:
+    """One line on stderr, ``spanqa: message``: what a store or server did to heal, wait or start (never silent,
+    never a traceback)."""
+    print(f"spanqa: {message}", file=sys.stderr, flush=True)
 
 
 @contextlib.contextmanager

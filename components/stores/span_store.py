@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from components.core.logs import say as _say  # noqa: E402
+
 import logging
 import sys
 import threading
@@ -41,9 +43,6 @@ _OPEN_LOCK = threading.RLock()  # one thread opens (or builds) an index at a tim
 LOCK_TIMEOUT_S = 3600  # how long a process waits for another one that is building the same cache
 
 
-def _say(message: str) -> None:
-    """One line on stderr: what the store did to heal or wait (never silent, never a traceback)."""
-    print(f"spanqa: {message}", file=sys.stderr, flush=True)
 
 
 class SpanStore(StoreBase):

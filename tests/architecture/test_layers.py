@@ -1,6 +1,6 @@
 """The package's import structure, read from the source (ast): lower layers never import higher ones, nothing on
 the query path imports evaluation code, no folder is a drawer of more than 12 modules, and module-level imports
-form no cycle."""
+form no cycle — nor do any imports, deferred ones included, between modules of the package or of training/."""
 
 from __future__ import annotations
 
@@ -90,3 +90,56 @@ def test_module_level_imports_have_no_cycle():
     for name in graph:
         if name not in state:
             visit(name, [name])
+
+
+def _cycle(graph: dict[str, set[str]]) -> list[str] | None:
+    """One import cycle of ``graph`` as a path that starts and ends at the same module, or None."""
+    state: dict[str, int] = {}
+
+    def visit(node, stack):
+        state[node] = 1
+        for nxt in sorted(graph[node]):
+            if state.get(nxt) == 1:
+                return [*stack[stack.index(nxt):], nxt]
+            if nxt not in state:
+                found = visit(nxt, [*stack, nxt])
+                if found:
+                    return found
+        state[node] = 2
+        return None
+
+    for name in sorted(graph):
+        if name not in state:
+            found = visit(name, [name])
+            if found:
+                return found
+    return None
+
+
+def test_no_two_modules_import_each_other_even_inside_functions():
+    """Each idea on one floor: a deferred import inside a function is still a dependency (convert.py once imported
+    the loaders, which import convert.py)."""
+    modules = _modules()
+    graph = {name: {m for m in _imports(path, top_level_only=False) if m in modules and m != name}
+             for name, path in modules.items()}
+    assert _cycle(graph) is None, "import cycle: " + " -> ".join(_cycle(graph) or [])
+
+
+def test_the_training_scripts_import_each_other_without_a_cycle():
+    scripts = {p.stem: p for p in (ROOT / "training").glob("*.py")}
+    graph = {}
+    for name, path in scripts.items():
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        found = set()
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                found.add(node.module)
+            elif isinstance(node, ast.Import):
+                found.update(a.name for a in node.names)
+        graph[name] = {m for m in found if m in scripts and m != name}
+    assert _cycle(graph) is None, "import cycle: " + " -> ".join(_cycle(graph) or [])
+
+
+def test_the_cycle_finder_finds_a_cycle():
+    assert _cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": set()}) == ["a", "b", "c", "a"]
+    assert _cycle({"a": {"b"}, "b": set()}) is None

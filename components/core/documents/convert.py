@@ -14,7 +14,7 @@ from components.core.documents.errors import ConversionError
 from components.core.documents.layout import markdown_headings
 
 if TYPE_CHECKING:
-    from components.core.retrieval.loaders import LoadLimits, SourceDocument
+    from components.core.documents.source import LoadLimits, SourceDocument
 
 CONVERTED_SUFFIXES = {".pdf": "pdf", ".html": "html", ".htm": "html", ".docx": "docx"}
 
@@ -22,8 +22,7 @@ CONVERTED_SUFFIXES = {".pdf": "pdf", ".html": "html", ".htm": "html", ".docx": "
 def convert_file(path: Path, rel: str, limits: "LoadLimits") -> "SourceDocument":
     """The converted document of ``path`` (shown as ``rel``), or ``ConversionError``."""
     from components.core.documents.pdf import read_pdf
-    from components.core.retrieval.index_files import file_sha256
-    from components.core.retrieval.loaders import SourceDocument
+    from components.core.documents.source import SourceDocument, file_sha256
 
     kind = CONVERTED_SUFFIXES[path.suffix.lower()]
     try:
@@ -69,7 +68,7 @@ def indexed_file(data_dir: str | Path, layout: dict, follow_links_outside: bool 
     """``(path, "")`` of the original file a converted document was indexed from, when it is still in ``data_dir``
     (inside it, unless links may leave it) and unchanged (its SHA-256 as indexed); else ``(None, why)``. Used to
     read a PDF's boxes and render its pages — never from a path a request names."""
-    from components.core.retrieval.index_files import file_sha256
+    from components.core.documents.source import file_sha256
 
     name = layout.get("file")
     if not name:

@@ -13,22 +13,28 @@ import json
 import queue
 import threading
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import Protocol
 from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
 from components.core.text.analysis import Analyzer
 from components.core.retrieval.bm25 import InvertedIndex
-from components.core.retrieval.loaders import SourceDocument
+from components.core.documents.source import SourceDocument
 from components.core.documents.layout import heading_breaks, situating_note
 from components.core.backends.int8 import INT8_SCHEME
 from components.core.text.splitting import TABLE, chunk_units, split_blocks, split_units
 
-if TYPE_CHECKING:
-    from components.core.retrieval.index_files import EmbeddingCache
-
 Embedder = Callable[[list[str]], np.ndarray]
+FORMAT_VERSION = 2  # of a built index (its files and its corpus key): another version is rebuilt, never read
+
+
+class EmbeddingCacheLike(Protocol):
+    """What ``build_index`` asks of an embedding cache (``index_files.EmbeddingCache``)."""
+
+    def embed(self, texts: list[str], embedder: Embedder) -> tuple[np.ndarray, int]: ...
+
+    def save(self) -> None: ...
 
 
 @dataclass(frozen=True)
@@ -96,7 +102,6 @@ class CorpusIndex:
 
 
 def corpus_key(documents: list[SourceDocument], settings: IndexSettings) -> str:
-    from components.core.retrieval.index_files import FORMAT_VERSION
 
     h = hashlib.sha256(f"v{FORMAT_VERSION}|{settings.key()}".encode())
     for d in documents:
@@ -199,7 +204,7 @@ def build_index(
     documents: list[SourceDocument],
     settings: IndexSettings,
     embedder: Embedder,
-    embedding_cache: EmbeddingCache | None = None,
+    embedding_cache: EmbeddingCacheLike | None = None,
     progress: Callable | None = None,
     embed_batch: int = 4096,
     first_group: int = 64,

@@ -28,10 +28,9 @@ from pathlib import Path
 import numpy as np
 
 from components.core.retrieval.bm25 import InvertedIndex
-from components.core.retrieval.index import CorpusIndex, Embedder, IndexSettings
-from components.core.retrieval.loaders import SourceDocument
+from components.core.documents.source import SourceDocument, file_sha256  # noqa: F401  (file_sha256 re-exported)
+from components.core.retrieval.index import FORMAT_VERSION, CorpusIndex, Embedder, IndexSettings
 
-FORMAT_VERSION = 2
 
 
 class CorruptIndexError(Exception):
@@ -128,12 +127,6 @@ def remove_stale_temporaries(directory: Path) -> int:
     return removed
 
 
-def file_sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
 
 
 def _atomic_save_npz(path: Path, **arrays) -> None:

@@ -17,6 +17,8 @@ Errors name the host, port and database — never the password — and say what 
 
 from __future__ import annotations
 
+from components.core.logs import say as _say  # noqa: E402
+
 import atexit
 import functools
 import sys
@@ -32,8 +34,6 @@ _LOCK = threading.Lock()
 MIN_SERVER_VERSION = 150000  # PostgreSQL 15
 
 
-def _say(message: str) -> None:
-    print(f"spanqa: {message}", file=sys.stderr, flush=True)
 
 
 # what the embedded pgvector build executes unconditionally (tests/stores/pgvector/test_server.py reads its machine code)

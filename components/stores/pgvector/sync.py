@@ -11,6 +11,8 @@ work on a table prefix; a second one waits and then finds nothing to do, so rows
 
 from __future__ import annotations
 
+from components.core.logs import say as _say  # noqa: E402
+
 import json
 import sys
 import time
@@ -196,8 +198,6 @@ class advisory_lock:
             self.conn.execute("SELECT pg_advisory_unlock(hashtext(%s))", (self.key,))
 
 
-def _say(message: str) -> None:
-    print(f"spanqa: {message}", file=sys.stderr, flush=True)
 
 
 def sync_store(store) -> dict:

@@ -42,7 +42,7 @@ def vector_store(dsn: str, tables: Tables, dimension: int, strategy: str, m: int
 def build_indexes(make_store: Callable, n_chunks: int, dimension: int, strategy: str, progress: bool) -> None:
     """The indexes dropped for a first bulk load, built once over its rows, with memory for the HNSW graph."""
     if progress:
-        from components.stores.pgvector.sync import _say
+        from components.core.logs import say as _say
 
         _say(f"building the {'HNSW and ' if strategy == 'hnsw' else ''}keyword index over {n_chunks:,} chunks")
     mb = min(4096, max(64, n_chunks * (dimension * 4 + 600) * 3 // 2 // 2**20))
