@@ -48,6 +48,11 @@ def print_answer(console: Console, result: dict[str, Any], source) -> None:
     verdict = safe(f"{result.get('verdict')}: {result.get('reason')}" + (f"; confidence {conf:.2f}" if conf is not None else ""))
     if result.get("answer") is None:
         console.print(f"[bold yellow]A: not found in the source[/bold yellow]  ({verdict})")
+        held = result.get("held_back")
+        if held:
+            where = f" in {safe(held['doc_id'])}" if held.get("doc_id") else ""
+            console.print(f"   [dim]held back: found '{safe(held['answer'])}'{where}, confidence "
+                          f"{held['confidence']:.2f} — below the {held['min_confidence']:.2f} bar[/dim]")
     else:
         console.print(f"[bold green]A:[/bold green] {safe(result['answer'])}  [dim]({verdict})[/dim]")
         span = (result.get("spans") or [None])[0]

@@ -349,6 +349,8 @@ class QueryRunner:
             "reason": meta.get("reason", ""),
             # what the reader proposed and the verifier refused (diagnostics only, never an answer)
             "rejected_answer": meta.get("candidate") if verdict == "NOT_FOUND" else None,
+            # an answer the confidence bar held back: what was found, where, how sure, and the bar (the page says so)
+            "held_back": held_back(meta, spans) if verdict == "NOT_FOUND" else None,
             "route": meta.get("route", []),
             "spans": spans,
             "citations": meta.get("citations", []),
@@ -392,6 +394,16 @@ def reader_kind(runner: QueryRunner) -> str:
 
     readers = [runner.pipeline.get_component(r) for r in runner.readers]
     return "generative" if any(isinstance(r, GenerativeReader) for r in readers) else "extractive"
+
+
+def held_back(meta: dict[str, Any], spans: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """``{answer, doc_id, confidence, min_confidence}`` of a verified answer the confidence bar held back, or None
+    (a refusal for any other reason holds nothing back: it was not supported)."""
+    bar, confidence = meta.get("min_confidence"), meta.get("confidence")
+    if bar is None or confidence is None or not meta.get("candidate") or "confidence:low" not in meta.get("route", []):
+        return None
+    return {"answer": meta["candidate"], "doc_id": spans[0].get("doc_id") if spans else None,
+            "confidence": confidence, "min_confidence": bar}
 
 
 def public(result: dict[str, Any]) -> dict[str, Any]:

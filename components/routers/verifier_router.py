@@ -344,7 +344,8 @@ class VerifierRouter:
                 why = f"low_confidence: confidence {confidence:.2f} below min_confidence {bar:.2f}"
                 out = self._not_found(query, why + (f" ({meta['reason']})" if meta["conflicts"] else ""),
                                       [*route, "confidence:low"], judgement.verdict, best)
-                out["not_found"][0].meta.update({k: meta[k] for k in ("signals", "confidence", "spans", "conflicts")})
+                out["not_found"][0].meta.update({k: meta[k] for k in ("signals", "confidence", "spans", "conflicts")},
+                                                min_confidence=bar)
                 return out
             return {"answers": [replace(best, meta=meta)]}
         if decision == "widen" and f"widen:{target}" in base_route:

@@ -138,3 +138,61 @@ def test_a_pdf_answer_shows_its_rendered_page_with_the_highlight(server, browser
 
     _ask(browser, ANSWERABLE, 2)
     assert not browser.find_element(By.ID, "page-box").is_displayed()
+
+
+@pytest.fixture(scope="module")
+def strict_server(tmp_path_factory):
+    """The extractive pipeline with a bar no demo answer reaches (0.99): what it finds is held back."""
+    from tests.serving.conftest import Server
+
+    srv = Server("pipelines/extractive.yaml", tmp_path_factory.mktemp("strict") / "server.log",
+                 "--min-confidence", "0.99")
+    try:
+        srv.wait_ready()
+        yield srv
+    finally:
+        srv.stop()
+
+
+def _pixels(png: bytes):
+    import io
+
+    from PIL import Image
+
+    image = Image.open(io.BytesIO(png)).convert("RGB")
+    return image, set(image.getdata())
+
+
+def _near(colours, rgb, tol=40) -> int:
+    return sum(all(abs(a - b) <= tol for a, b in zip(c, rgb)) for c in colours)
+
+
+def test_a_held_back_answer_is_said_and_looks_unlike_an_answer(strict_server, server, browser):
+    from selenium.webdriver.common.by import By
+
+    question = "What does ERR-4012 mean?"
+    status, api, _ = http("POST", strict_server.url + "/extractive/run", {"query": question})
+    held = api["held_back"]
+    assert status == 200 and api["answer"] is None and held and held["min_confidence"] == 0.99
+    browser.get(strict_server.url + "/")
+    _ask(browser, question, 1)
+    box = browser.find_element(By.ID, "held-back")
+    assert box.is_displayed()
+    assert box.text == (f"Held back: found '{held['answer']}' in {held['doc_id']}, confidence "
+                        f"{held['confidence']:.2f} — below the 0.99 bar, so it is not shown as an answer. Check "
+                        f"the source before relying on it.")
+    assert browser.find_element(By.ID, "answer").text == "not found in the source"
+    _, held_colours = _pixels(box.screenshot_as_png)
+    # the sources read as text: a heading in bold, no Markdown symbols
+    snippets = browser.find_elements(By.CSS_SELECTOR, "#sources .snippet")
+    assert snippets and not any(s.text.lstrip().startswith("#") or "**" in s.text for s in snippets)
+    assert browser.find_elements(By.CSS_SELECTOR, "#sources .snippet strong.md-heading")
+
+    browser.get(server.url + "/")  # the same question where the bar lets the answer through
+    _ask(browser, question, 1)
+    answer = browser.find_element(By.ID, "answer")
+    assert not browser.find_element(By.ID, "held-back").is_displayed() and answer.text == api["held_back"]["answer"]
+    _, answer_colours = _pixels(answer.screenshot_as_png)
+    # by pixels: the held-back note is drawn in its amber frame on a cream ground; an answer has neither
+    assert _near(held_colours, (0xB2, 0x6B, 0x00)) > 0 and _near(held_colours, (0xFF, 0xF8, 0xEC), 6) > 0
+    assert _near(answer_colours, (0xB2, 0x6B, 0x00)) == 0 and _near(answer_colours, (0xFF, 0xF8, 0xEC), 6) == 0

@@ -50,6 +50,38 @@
     container.append(mark, document.createTextNode(text.slice(b)));
   }
 
+  // Markdown as a person reads it, built from DOM nodes (never innerHTML): a heading line bold, **strong** and
+  // *emphasis* as such, `code` in monospace, list markers as bullets — no '#' or '*' symbols shown.
+  const INLINE = /(\*\*|__)(.+?)\1|(\*|_)(?=\S)(.+?)\3(?![\w*])|`([^`]+)`/g;
+  function inline(parent, text) {
+    let last = 0;
+    for (const m of text.matchAll(INLINE)) {
+      parent.append(document.createTextNode(text.slice(last, m.index)));
+      const el = document.createElement(m[2] !== undefined ? "strong" : m[4] !== undefined ? "em" : "code");
+      el.textContent = m[2] !== undefined ? m[2] : m[4] !== undefined ? m[4] : m[5];
+      parent.append(el);
+      last = m.index + m[0].length;
+    }
+    parent.append(document.createTextNode(text.slice(last)));
+  }
+  function markdownText(container, text) {
+    container.textContent = "";
+    const lines = text.split("\n").filter((line) => line.trim() && !/^\s*\|?\s*:?-{3,}/.test(line));
+    lines.forEach((line, i) => {
+      const heading = line.match(/^\s*#{1,6}\s+(.*)$/);
+      const item = line.match(/^\s*[-*+]\s+(.*)$/);
+      if (heading) {
+        const h = document.createElement("strong");
+        h.className = "md-heading";
+        inline(h, heading[1]);
+        container.append(h);
+      } else {
+        inline(container, item ? "• " + item[1] : line);
+      }
+      if (i < lines.length - 1) container.append(document.createElement("br"));
+    });
+  }
+
   function renderSources(result) {
     const list = $("sources");
     list.textContent = "";
@@ -60,7 +92,8 @@
       name.className = "doc";
       name.textContent = d.doc_id + " · chars " + d.char_start + "–" + d.char_end;
       const snippet = document.createElement("div");
-      snippet.textContent = d.text.length > 280 ? d.text.slice(0, 279) + "…" : d.text;
+      snippet.className = "snippet";
+      markdownText(snippet, d.text.length > 280 ? d.text.slice(0, 279) + "…" : d.text);
       li.append(name, snippet);
       list.append(li);
     }
@@ -119,6 +152,11 @@
       answer.textContent = result.answer;
       answer.className = "";
     }
+    const held = reading && result.answer == null ? result.held_back : null;
+    show("held-back", Boolean(held));
+    $("held-back").textContent = held ? "Held back: found '" + held.answer + "'" + (held.doc_id ? " in " + held.doc_id : "")
+      + ", confidence " + Number(held.confidence).toFixed(2) + " — below the " + Number(held.min_confidence).toFixed(2)
+      + " bar, so it is not shown as an answer. Check the source before relying on it." : "";
     $("verdict").textContent = reading ? (result.verdict + (result.reason ? " — " + result.reason : "")) : "—";
     $("confidence").textContent = result.confidence == null ? "—" : Number(result.confidence).toFixed(2);
     $("route").textContent = (result.route || []).join(" → ") || "—";
