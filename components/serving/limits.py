@@ -61,12 +61,13 @@ def check_question(query: Any, limit: int) -> str:
     return question
 
 
-def parse_body(raw: bytes) -> dict[str, Any]:
-    """The JSON object of a request body, or ``Refused`` (400 malformed / 413 too large / 422 not an object)."""
+def parse_json(raw: bytes) -> Any:
+    """The JSON value of a request body, or ``Refused`` (400 malformed — not UTF-8, nested too deeply, a number
+    past Python's digit limit — or 413 too large). REST's bodies and MCP's messages are read alike."""
     if len(raw) > MAX_BODY_BYTES:
         raise Refused(413, f"the request body is {len(raw):,} bytes, over the {MAX_BODY_BYTES:,}-byte limit")
     try:
-        body = json.loads(raw.decode("utf-8"))
+        return json.loads(raw.decode("utf-8"))
     except UnicodeDecodeError as exc:
         raise Refused(400, f"malformed JSON: the body is not UTF-8 (byte {exc.start})") from None
     except json.JSONDecodeError as exc:
@@ -75,6 +76,11 @@ def parse_body(raw: bytes) -> dict[str, Any]:
         raise Refused(400, "malformed JSON: nested too deeply") from None
     except ValueError as exc:  # an integer of thousands of digits (Python's int conversion limit)
         raise Refused(400, f"malformed JSON: {one_line(exc, 120)}") from None
+
+
+def parse_body(raw: bytes) -> dict[str, Any]:
+    """The JSON object of a request body, or ``Refused`` (400 malformed / 413 too large / 422 not an object)."""
+    body = parse_json(raw)
     if not isinstance(body, dict):
         raise Refused(422, f"the body must be a JSON object like {{\"query\": \"your question\"}}, got "
                            f"{type(body).__name__}")

@@ -22,7 +22,7 @@ import json
 from typing import Any
 
 from components.serving.auth import REQUESTER
-from components.serving.limits import MAX_BODY_BYTES, Refused, one_line
+from components.serving.limits import MAX_BODY_BYTES, Refused, one_line, parse_json
 
 MAX_JSON_DEPTH = 32  # a JSON-RPC message is a few levels deep; thousands of levels are an attack on the parser
 
@@ -88,20 +88,9 @@ def json_depth(value: Any) -> int:
 
 
 def check_json_message(raw: bytes) -> None:
-    """``Refused(400)`` unless ``raw`` is JSON the MCP transport can parse safely (as REST's ``parse_body``)."""
-    if len(raw) > MAX_BODY_BYTES:
-        raise Refused(413, f"the request body is {len(raw):,} bytes, over the {MAX_BODY_BYTES:,}-byte limit")
-    try:
-        message = json.loads(raw.decode("utf-8"))
-    except UnicodeDecodeError as exc:
-        raise Refused(400, f"malformed JSON: the body is not UTF-8 (byte {exc.start})") from None
-    except json.JSONDecodeError as exc:
-        raise Refused(400, f"malformed JSON: {exc.msg} at line {exc.lineno} column {exc.colno}") from None
-    except RecursionError:
-        raise Refused(400, "malformed JSON: nested too deeply") from None
-    except ValueError as exc:  # an integer of thousands of digits (Python's int conversion limit)
-        raise Refused(400, f"malformed JSON: {one_line(exc, 120)}") from None
-    if json_depth(message) > MAX_JSON_DEPTH:
+    """``Refused(400/413)`` unless ``raw`` is JSON the MCP transport can parse safely (``limits.parse_json``, as
+    REST's bodies) and nests at most ``MAX_JSON_DEPTH`` levels."""
+    if json_depth(parse_json(raw)) > MAX_JSON_DEPTH:
         raise Refused(400, f"malformed JSON: nested more than {MAX_JSON_DEPTH} levels deep")
 
 

@@ -82,16 +82,28 @@ class Server:
             self.proc.wait(timeout=10)
 
 
+def serving(pipeline: str, log: Path, *extra: str, **kw):
+    """A ready ``Server`` for a fixture to yield: ``with serving(...) as srv:`` stops it at the end."""
+    import contextlib
+
+    @contextlib.contextmanager
+    def run():
+        srv = Server(pipeline, log, *extra, **kw)
+        try:
+            srv.wait_ready()
+            yield srv
+        finally:
+            srv.stop()
+
+    return run()
+
+
 @pytest.fixture(scope="session")
 def server(tmp_path_factory):
     """The extractive pipeline served with --min-confidence 0 (offline, the shipped bar holds answers back)."""
-    srv = Server("pipelines/extractive.yaml", tmp_path_factory.mktemp("server") / "server.log",
-                 "--min-confidence", "0")
-    try:
-        srv.wait_ready()
+    with serving("pipelines/extractive.yaml", tmp_path_factory.mktemp("server") / "server.log",
+                 "--min-confidence", "0") as srv:
         yield srv
-    finally:
-        srv.stop()
 
 
 @pytest.fixture(scope="session")

@@ -11,8 +11,8 @@ import pytest
 
 from components.serving.limits import Refused
 from components.serving.mcp_tools import MAX_JSON_DEPTH, allowed_tools, check_json_message, json_depth
-from tests.serving.conftest import Server, http
-from tests.serving.test_auth import ALICE, BOB, _keys_file
+from tests.serving.conftest import http
+from tests.serving.test_auth import ALICE, BOB, keyed_server  # noqa: F401  (the keyed server fixture)
 
 pytestmark = pytest.mark.slow
 
@@ -58,20 +58,9 @@ def test_unkeyed_server_offers_only_the_query_tool(server):
     assert status == 200 and not [p for p in spec["paths"] if "deploy" in p], sorted(spec["paths"])
 
 
-@pytest.fixture(scope="module")
-def keyed(tmp_path_factory):
-    tmp = tmp_path_factory.mktemp("mcp-keyed")
-    srv = Server("pipelines/retrieval.yaml", tmp / "server.log", "--keys", str(_keys_file(tmp)))
-    try:
-        srv.wait_ready()
-        yield srv
-    finally:
-        srv.stop()
-
-
-def test_keyed_server_offers_only_the_query_tool_to_every_key(keyed):
+def test_keyed_server_offers_only_the_query_tool_to_every_key(keyed_server):
     for key in (ALICE, BOB):  # BOB holds no group: exactly the key of the review that deployed code
-        _assert_only_the_query_tool(keyed.url, "retrieval", key, "ERR-4012", "ERR-4012")
+        _assert_only_the_query_tool(keyed_server.url, "retrieval", key, "ERR-4012", "ERR-4012")
 
 
 @pytest.mark.parametrize("raw, status, needle", [
@@ -98,6 +87,6 @@ def test_json_checks_on_hand_cases():
     assert info.value.status == 413
 
 
-def test_keys_are_still_required_for_mcp(keyed):
-    got, body, headers = http("POST", keyed.url + "/mcp/mcp/", {"jsonrpc": "2.0", "id": 1, "method": "tools/list"})
+def test_keys_are_still_required_for_mcp(keyed_server):
+    got, body, headers = http("POST", keyed_server.url + "/mcp/mcp/", {"jsonrpc": "2.0", "id": 1, "method": "tools/list"})
     assert got == 401 and isinstance(body["detail"], str)

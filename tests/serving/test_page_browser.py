@@ -143,15 +143,11 @@ def test_a_pdf_answer_shows_its_rendered_page_with_the_highlight(server, browser
 @pytest.fixture(scope="module")
 def strict_server(tmp_path_factory):
     """The extractive pipeline with a bar no demo answer reaches (0.99): what it finds is held back."""
-    from tests.serving.conftest import Server
+    from tests.serving.conftest import serving
 
-    srv = Server("pipelines/extractive.yaml", tmp_path_factory.mktemp("strict") / "server.log",
-                 "--min-confidence", "0.99")
-    try:
-        srv.wait_ready()
+    with serving("pipelines/extractive.yaml", tmp_path_factory.mktemp("strict") / "server.log",
+                 "--min-confidence", "0.99") as srv:
         yield srv
-    finally:
-        srv.stop()
 
 
 def _pixels(png: bytes):

@@ -27,3 +27,15 @@ _PREFIX = iter(range(10**6))
 def prefix():
     """A fresh table prefix per test (one database, many corpora)."""
     return f"t{os.getpid()}_{next(_PREFIX)}"
+
+
+def either_store(request, corpus, tmp_path_factory, name: str):
+    """The memory or the PostgreSQL store over ``corpus``, as ``request.param`` says (a fixture parametrised
+    ``["memory", "postgres"]``): the same corpus in both, tables named after ``name``."""
+    from components.stores.pgvector.store import PgSpanStore
+    from components.stores.span_store import SpanStore
+
+    if request.param == "memory":
+        return SpanStore(data_dir=str(corpus), cache_dir=str(tmp_path_factory.mktemp("cache")), progress=False)
+    request.getfixturevalue("pg_dsn")
+    return PgSpanStore(data_dir=str(corpus), table_prefix=f"{name}{os.getpid()}", progress=False)

@@ -3,15 +3,14 @@ an asker sees only those, top_k fills with readable documents, and `superseded: 
 
 from __future__ import annotations
 
-import os
 
 import pytest
 
 from components.core.errors import SpanQAError
 from components.retrievers.hybrid_retriever import HybridRetriever
 from components.stores.base import AccessRule
-from components.stores.pgvector.store import PgSpanStore
 from components.stores.span_store import SpanStore
+from tests.stores.conftest import either_store
 
 
 @pytest.fixture(scope="module")
@@ -33,10 +32,7 @@ def corpus(tmp_path_factory):
 
 @pytest.fixture(scope="module", params=["memory", "postgres"])
 def store(request, corpus, tmp_path_factory):
-    if request.param == "memory":
-        return SpanStore(data_dir=str(corpus), cache_dir=str(tmp_path_factory.mktemp("cache")), progress=False)
-    request.getfixturevalue("pg_dsn")
-    return PgSpanStore(data_dir=str(corpus), table_prefix=f"access{os.getpid()}", progress=False)
+    return either_store(request, corpus, tmp_path_factory, "access")
 
 
 def ids(out) -> set[str]:

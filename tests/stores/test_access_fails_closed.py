@@ -5,7 +5,6 @@ byte-order mark too, keys in any case, never indexed as text), an access field l
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -15,8 +14,7 @@ import pytest
 from components.core.retrieval.loaders import _front_matter, load_folder
 from components.retrievers.hybrid_retriever import HybridRetriever
 from components.stores.base import AccessRule, SupersededRule
-from components.stores.pgvector.store import PgSpanStore
-from components.stores.span_store import SpanStore
+from tests.stores.conftest import either_store
 
 ROOT = Path(__file__).resolve().parents[2]
 SECRET = "vault code QX-7781"
@@ -49,10 +47,7 @@ def corpus(tmp_path_factory):
 
 @pytest.fixture(scope="module", params=["memory", "postgres"])
 def store(request, corpus, tmp_path_factory):
-    if request.param == "memory":
-        return SpanStore(data_dir=str(corpus), cache_dir=str(tmp_path_factory.mktemp("cache")), progress=False)
-    request.getfixturevalue("pg_dsn")
-    return PgSpanStore(data_dir=str(corpus), table_prefix=f"closed{os.getpid()}", progress=False)
+    return either_store(request, corpus, tmp_path_factory, "closed")
 
 
 def test_a_key_without_the_group_reads_none_of_them(store):
