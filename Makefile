@@ -16,7 +16,7 @@ PIPELINE   ?= pipelines/extractive.yaml
 SERVE_ARGS ?=
 
 .PHONY: setup demo test check train train-more train-stage3 train-stage4 train-stage5 train-stage5-plain train-stage6 train-stage7 \
-	train-stage8 average-stages train-adversarial heldout calibrate bench serve bench-serve eval targets clean
+	train-stage8 average-stages train-adversarial average-adversarial heldout calibrate bench serve bench-serve eval targets clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -122,7 +122,18 @@ train-adversarial: setup
 		--hard-negatives --bf16 --negated-repeat 3 --eval-every 6000 --eval-questions 300 \
 		--out .spanqa/training/reader11-out --work .spanqa/training/reader11 $(RESUME)
 
-# the shipped reader: the mean of stage 4's and stage 5's weights (training/average.py), each taken from the commit
+# the shipped reader: the 1:1 mean of the reader shipped at PREVIOUS_COMMIT and the adversarial lineage (make
+# train-adversarial); writes .spanqa/training/average-out, copy it into models/ (training/HISTORY.md: the criteria)
+PREVIOUS_COMMIT ?= dfa8e54
+average-adversarial: setup
+	mkdir -p .spanqa/training/previous
+	for f in model.safetensors config.json tokenizer.json tokenizer_config.json training.json; do \
+		git show $(PREVIOUS_COMMIT):models/spanqa-reader-minilm-l6/$$f > .spanqa/training/previous/$$f || exit 1; \
+	done
+	$(BIN)/python training/average.py --out .spanqa/training/average-out .spanqa/training/previous \
+		.spanqa/training/reader11-out
+
+# the reader shipped at PREVIOUS_COMMIT: the mean of stage 4's and stage 5's weights (training/average.py), each taken from the commit
 # that shipped it; writes .spanqa/training/average-out, copy it into models/ (models/spanqa-reader-minilm-l6/README.md)
 STAGE4_COMMIT ?= 7a0009d
 STAGE5_COMMIT ?= 153bec0

@@ -23,6 +23,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # the project's
 
 WEIGHTS = "model.safetensors"
 COPIED = ("config.json", "tokenizer.json", "tokenizer_config.json")
+RECORD_KEYS = ("transformers_version",)  # which library wrote a config.json: a record, not the architecture
+
+
+def architecture(config: dict) -> dict:
+    """A ``config.json`` without the keys that only record how it was written."""
+    return {k: v for k, v in config.items() if k not in RECORD_KEYS}
 
 
 class AverageError(ValueError):
@@ -74,8 +80,8 @@ def average(inputs: list[tuple[Path, float]], out: Path, command: str) -> dict:
         if not (path / WEIGHTS).exists():
             raise AverageError(f"training/average.py: {path} has no {WEIGHTS}; give reader directories "
                                "(an --out of training/train_reader.py, or models/spanqa-reader-minilm-l6).")
-    configs = [json.loads((path / "config.json").read_text(encoding="utf-8")) if (path / "config.json").exists()
-               else None for path, _ in inputs]
+    configs = [architecture(json.loads((path / "config.json").read_text(encoding="utf-8")))
+               if (path / "config.json").exists() else None for path, _ in inputs]
     for (path, _), config in zip(inputs[1:], configs[1:]):
         if config != configs[0]:
             raise AverageError(f"training/average.py: {path}/config.json differs from {inputs[0][0]}/config.json: "
