@@ -298,6 +298,10 @@ def serve(args) -> int:
                           f"the server and POST {{\"query\": ...}} to /{Path(args.pipeline).stem}/run, or drop --serve.")
     host, port = args.host or DEFAULT_HOST, DEFAULT_PORT if args.port is None else args.port
     check_positive_int("run.py", "--port", port)
+    if os.environ.get("SPANQA_KEYS_FILE") is not None and not os.environ["SPANQA_KEYS_FILE"].strip() \
+            and not getattr(args, "keys", None):  # set but empty: a mistake, never "serve without keys"
+        raise SpanQAError("SPANQA_KEYS_FILE is set but empty: name the keys file (--keys FILE or "
+                          "SPANQA_KEYS_FILE=path), or unset the variable to serve without keys on loopback.")
     keys_file = getattr(args, "keys", None) or os.environ.get("SPANQA_KEYS_FILE")
     keys = load_keys(keys_file) if keys_file else None
     if keys is None and not is_loopback(host):

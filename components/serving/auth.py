@@ -44,8 +44,18 @@ def digest(key: str) -> str:
 def load_keys(path: str | Path) -> dict[str, Principal]:
     """``{sha256 hex digest: Principal}`` from a keys file, or a one-paragraph ``SpanQAError``."""
     where = f"Keys file '{path}'"
+    duplicates: list[str] = []
+
+    def pairs(items):
+        seen = {}
+        for key, value in items:
+            if key in seen:
+                duplicates.append(key)
+            seen[key] = value
+        return seen
+
     try:
-        raw = json.loads(Path(path).read_text(encoding="utf-8"))
+        raw = json.loads(Path(path).read_text(encoding="utf-8"), object_pairs_hook=pairs)
     except FileNotFoundError:
         raise SpanQAError(f"{where} does not exist. Create it (README, \"Security\": a JSON object mapping each key "
                           f"to {{\"principal\": name, \"groups\": [...]}}) or drop --keys.") from None
@@ -54,8 +64,15 @@ def load_keys(path: str | Path) -> dict[str, Principal]:
     if not isinstance(raw, dict) or not raw:
         raise SpanQAError(f"{where} must be a non-empty JSON object mapping each key to "
                           f"{{\"principal\": name, \"groups\": [...]}}.")
+    if duplicates:  # JSON lets a key repeat and keeps the last: which principal was meant?
+        raise SpanQAError(f"{where} lists {len(duplicates)} key(s) twice (one entry each: "
+                          f"{', '.join(_masked(k) for k in duplicates[:3])}); keep one entry per key.")
+    warn_if_readable_by_others(Path(path))
     keys: dict[str, Principal] = {}
     for n, (key, entry) in enumerate(raw.items(), 1):
+        if isinstance(key, str) and key != key.strip():
+            raise SpanQAError(f"{where}: key #{n} starts or ends with whitespace, which no 'Authorization: Bearer' "
+                              f"header can carry (it could never match); remove the spaces.")
         if not isinstance(key, str) or len(key.strip()) < 16 and not key.startswith("sha256:"):
             raise SpanQAError(f"{where}: key #{n} is shorter than 16 characters; use a long random key "
                               f"(e.g. python -c 'import secrets; print(secrets.token_urlsafe(32))').")
@@ -72,6 +89,24 @@ def load_keys(path: str | Path) -> dict[str, Principal]:
             hexd = digest(key)
         keys[hexd] = Principal(entry["principal"], tuple(groups))
     return keys
+
+
+def _masked(key: str) -> str:
+    return key if key.startswith("sha256:") else key[:6] + "…"
+
+
+def warn_if_readable_by_others(path: Path) -> None:
+    """One line on stderr when the keys file may be read by other users of the machine (its keys are secrets)."""
+    import stat
+    import sys
+
+    try:
+        mode = path.stat().st_mode
+    except OSError:
+        return
+    if mode & (stat.S_IRGRP | stat.S_IROTH):
+        print(f"spanqa: warning: keys file '{path}' is readable by other users (mode {stat.filemode(mode)}); "
+              f"chmod 600 it, or store sha256: digests instead of keys", file=sys.stderr, flush=True)
 
 
 def principal_for(keys: dict[str, Principal], authorization: str | None) -> Principal | None:

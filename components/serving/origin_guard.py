@@ -116,6 +116,26 @@ def _limited_receive(receive, limit: int, deadline_s: float = BODY_TIMEOUT_S):
     return wrapped
 
 
+def cross_site_load(headers: dict[str, str], host: str | None, cors_origins: set[str]) -> str | None:
+    """Why a request without an ``Origin`` header still comes from another site's page, or None: browsers send no
+    Origin on an ``<img>`` or a link's GET, but say ``Sec-Fetch-Site: cross-site`` (or ``same-site``, another
+    port or subdomain), and a ``Referer`` names the page. Such a load of a page image or a passage would tell that
+    page whether a document exists (and its page count); the answer page's own loads are ``same-origin``. A client
+    that sends neither header (curl, an SDK) is not a browser page and passes."""
+    site = (headers.get("sec-fetch-site") or "").strip().lower()
+    if site in ("cross-site", "same-site"):
+        return f"a {site} load (Sec-Fetch-Site) from another page"
+    referer = headers.get("referer")
+    if referer:
+        from urllib.parse import urlsplit
+
+        parts = urlsplit(referer)
+        origin = f"{parts.scheme}://{parts.netloc}" if parts.scheme and parts.netloc else referer
+        if not origin_allowed(origin, host, cors_origins):
+            return f"a load from the page {origin} (Referer)"
+    return None
+
+
 def _has_body(headers: dict[str, str]) -> bool:
     """Whether a request declares a body (a non-zero Content-Length, or any Transfer-Encoding)."""
     length = headers.get("content-length", "").strip()
@@ -149,6 +169,9 @@ class OriginGuard:
         elif "origin" in headers and not origin_allowed(headers["origin"], host, self.cors_origins):
             refusal = (403, f"cross-origin request from '{headers['origin']}' refused; a page on another origin "
                             f"may call this server only when metadata.spanqa.cors_origins in the pipeline YAML lists it")
+        elif "origin" not in headers and (why := cross_site_load(headers, host, self.cors_origins)):
+            refusal = (403, f"cross-site request refused: {why}; a page on another origin may use this server only "
+                            f"when metadata.spanqa.cors_origins in the pipeline YAML lists it")
         elif scope["type"] == "http" and scope.get("method") in BODY_METHODS and _has_body(headers) and not json_body(
                 headers.get("content-type")):
             refusal = (415, f"the request body must be JSON (Content-Type: application/json), got "

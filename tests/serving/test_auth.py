@@ -157,3 +157,29 @@ def test_the_page_asks_for_the_key_and_keeps_it_for_the_tab(keyed_server):
     finally:
         driver.quit()
 
+
+
+def test_keys_file_mistakes_that_used_to_pass_silently(tmp_path, capsys):
+    path = tmp_path / "keys.json"
+    path.write_text('{"%s": {"principal": "a"}, "%s": {"principal": "b"}}' % (ALICE, ALICE))
+    with pytest.raises(SpanQAError, match="twice"):
+        load_keys(path)
+    path.write_text(json.dumps({" " + ALICE: {"principal": "a"}}))
+    with pytest.raises(SpanQAError, match="whitespace"):
+        load_keys(path)
+    path.write_text(json.dumps({ALICE: {"principal": "a"}}))
+    path.chmod(0o644)
+    load_keys(path)
+    assert "readable by other users" in capsys.readouterr().err
+    path.chmod(0o600)
+    load_keys(path)
+    assert "readable by other users" not in capsys.readouterr().err
+
+
+def test_an_empty_keys_file_variable_is_an_error_not_an_open_server(tmp_path):
+    import os
+
+    done = subprocess.run([sys.executable, str(ROOT / "run.py"), "pipelines/retrieval.yaml", "--serve", "--port",
+                           str(free_port())], cwd=ROOT, capture_output=True, text=True, timeout=300,
+                          env={**os.environ, "SPANQA_KEYS_FILE": ""})
+    assert done.returncode == 2 and "SPANQA_KEYS_FILE is set but empty" in done.stderr

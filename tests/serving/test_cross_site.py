@@ -198,3 +198,17 @@ def test_a_chunked_body_is_cut_off_while_it_streams(server):
     for raw in (b'{"query": "\\ud800"}', b"[" * 50_000 + b"]" * 50_000):
         status, _, body = request(server, "POST", "/extractive/run", raw, {"Content-Type": "application/json"})
         assert status == 400, (status, body)
+
+
+def test_a_cross_site_image_or_link_load_is_refused(server):
+    """An <img> or a link from another site sends no Origin, but Sec-Fetch-Site or a Referer: refused (it would tell
+    that page whether a PDF exists and how many pages it has); the page's own loads and plain clients pass."""
+    image = "/extractive/page_image?doc_id=security-whitepaper.pdf&page=1&char_start=0&char_end=5"
+    for headers in ({"Sec-Fetch-Site": "cross-site", "Sec-Fetch-Dest": "image"}, {"Sec-Fetch-Site": "same-site"},
+                    {"Referer": "http://evil.example/page.html"}):
+        for path in (image, "/extractive/source?doc_id=refund-policy.md&char_start=0&char_end=5"):
+            status, _, body = request(server, "GET", path, None, headers)
+            assert status == 403 and "cross-site request refused" in body["detail"], (headers, path, status)
+    for headers in ({"Sec-Fetch-Site": "same-origin", "Referer": f"http://127.0.0.1:{server.port}/"}, {}):
+        status, _, _ = request(server, "GET", image, None, headers)
+        assert status == 200, (headers, status)
