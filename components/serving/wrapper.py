@@ -93,29 +93,41 @@ def index_summary(stats: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+def chat_field(text: Any) -> str:
+    """A value from a document (a file name, a citation, an answer) on one line of a chat reply: control characters
+    — ANSI escapes, a newline in a file name that would forge a citation line — shown as escapes, never sent."""
+    from components.app.render import plain
+
+    return plain(text).replace("\n", "\\n").replace("\t", "\\t")
+
+
 def chat_text(result: dict[str, Any]) -> str:
     """A chat reply for one result: the answer and its sources (doc id and character offsets), or the abstention.
 
-    A retrieval pipeline (no reader) answers with its top passages."""
+    A retrieval pipeline (no reader) answers with its top passages. Every value taken from a document is
+    ``chat_field``-escaped."""
     if "verdict" not in result:
         docs = result.get("documents") or []
         if not docs:
             return NOT_FOUND_TEXT
-        lines = [f"[{i}] {d['doc_id']} (chars {d['char_start']}–{d['char_end']}): {one_line(d['text'], 200)}"
+        lines = [f"[{i}] {chat_field(d['doc_id'])} (chars {d['char_start']}–{d['char_end']}): "
+                 f"{chat_field(one_line(d['text'], 200))}"
                  for i, d in enumerate(docs[:3], start=1)]
         return "Top passages:\n" + "\n".join(lines)
     if result.get("answer") is None:
         reason = result.get("reason")
         return NOT_FOUND_TEXT + (f" ({one_line(reason, 200)})" if reason else "")
-    sources = list(dict.fromkeys((s["doc_id"], s["char_start"], s["char_end"], (s.get("location") or {}).get("cite"))
+    sources = list(dict.fromkeys((chat_field(s["doc_id"]), s["char_start"], s["char_end"],
+                                  chat_field((s.get("location") or {}).get("cite") or "") or None)
                                  for s in result.get("spans") or []))
     cited = "\n".join(f"[{i}] {cite + ',' if cite and cite != doc else doc} chars {start}–{end}"
                       for i, (doc, start, end, cite) in enumerate(sources, start=1))
-    text = f"{result['answer']}\n\nSources:\n{cited}" if cited else result["answer"]
+    text = f"{chat_field(result['answer'])}\n\nSources:\n{cited}" if cited else chat_field(result["answer"])
     for conflict in result.get("conflicts") or []:  # the sources disagree: the other value and where it stands
         first = (conflict.get("spans") or [{}])[0]
-        where = (first.get("location") or {}).get("cite") or first.get("doc_id")
-        text += (f"\n\nBut another source says {conflict['answer']!r}: {where}, chars {first.get('char_start')}–"
+        where = chat_field((first.get("location") or {}).get("cite") or first.get("doc_id"))
+        text += (f"\n\nBut another source says {chat_field(conflict['answer'])!r}: {where}, chars "
+                 f"{first.get('char_start')}–"
                  f"{first.get('char_end')}")
     return text
 

@@ -66,3 +66,13 @@ def test_deploy_routes_are_removed_and_loopback_is_recognised():
     assert client.post("/deploy-yaml", json={}).status_code == 404
     assert client.post("/undeploy/extractive").status_code == 404
     assert client.get("/status").status_code == 200  # the rest stays
+
+
+def test_chat_text_escapes_what_a_document_could_use_to_forge_lines_or_drive_a_terminal():
+    from components.serving.wrapper import chat_text
+
+    result = {"verdict": "SUPPORTED", "answer": "30 days\x1b[2J", "conflicts": [],
+              "spans": [{"doc_id": "a.md\n[2] forged.md chars 0–5", "char_start": 3, "char_end": 10, "location": {}}]}
+    text = chat_text(result)
+    assert text == "30 days\\x1b[2J\n\nSources:\n[1] a.md\\n[2] forged.md chars 0–5 chars 3–10"
+    assert "\x1b" not in text and text.count("\n") == 3
