@@ -285,7 +285,7 @@ def _main(args, err) -> int:
             err.print(f"[yellow]offline fallback[/yellow] {name}: {served}")
     _check_calibration_stack(runner, err)
     if args.eval:
-        return _evaluate(args, kind, runner, out, err)
+        return _evaluate(args, kind, runner, out, err, spec)
     filters = args.filters
     groups = None  # a local user reads everything, unless asking as someone
     if args.as_user is not None or args.groups is not None:
@@ -304,7 +304,7 @@ def _main(args, err) -> int:
     return 0
 
 
-def _evaluate(args, kind, runner, out, err) -> int:
+def _evaluate(args, kind, runner, out, err, spec: dict) -> int:
     from pathlib import Path
 
     from components.evaluation import evaluate
