@@ -40,3 +40,38 @@ def test_negative_resplits_is_one_paragraph():
                           cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert proc.returncode != 0 and "Traceback" not in proc.stderr
     assert "--resplits is -1, but it counts the extra choose/report splits" in " ".join(proc.stderr.split())
+
+
+def test_calibrate_fits_for_the_yaml_unanswerable_share_and_never_writes_the_shipped_file(tmp_path):
+    """--calibrate without --unanswerable-share fits for metadata.spanqa.unanswerable_share (0.5): the fit records
+    it; the combiner goes to --calibration-out, not to pipelines/calibration/offline.json."""
+    import yaml
+
+    shipped = (ROOT / "pipelines/calibration/offline.json").read_bytes()
+    spec = yaml.safe_load((ROOT / "pipelines/extractive.yaml").read_text())
+    assert spec["metadata"]["spanqa"]["unanswerable_share"] == 0.5
+    paragraphs = [
+        ("The Hub Mini controls up to 48 devices. The Hub Pro controls up to 150 devices.",
+         [("How many devices can the Hub Mini control?", "48"), ("How many devices does the Hub Pro control?", "150"),
+          ("How many devices can the Hub Max control?", None)]),
+        ("Annual plans can be refunded within 30 days of purchase. Monthly plans are not refunded.",
+         [("How long after purchase can an annual plan be refunded?", "30 days"),
+          ("How long after purchase can a weekly plan be refunded?", None)]),
+    ]
+    data = {"version": "v2.0", "data": [{"title": "T", "paragraphs": [
+        {"context": ctx, "qas": [{"id": f"q{i}{j}", "question": q, "is_impossible": a is None,
+                                  "answers": [] if a is None else [{"text": a, "answer_start": ctx.index(a)}]}
+                                 for j, (q, a) in enumerate(qas)]} for i, (ctx, qas) in enumerate(paragraphs)]}]}
+    path = tmp_path / "tiny.json"
+    path.write_text(json.dumps(data))
+    out = tmp_path / "fit.json"
+    proc = subprocess.run([sys.executable, "run.py", "pipelines/extractive.yaml", "--eval", str(path), "--calibrate",
+                           "--calibration-out", str(out), "--resplits", "0", "--no-audit", "--json",
+                           "--cache-dir", str(tmp_path / "c")], cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr[-2000:]
+    fit = json.loads(proc.stdout)["confidence_calibration"]
+    if fit.get("saved_to"):  # five questions may be too few to fit: then one warning, never a traceback
+        assert fit["fitted_on"]["unanswerable_share"] == 0.5 and Path(fit["saved_to"]) == out
+    else:
+        assert fit["warnings"] and "\n" not in fit["warnings"][0], fit
+    assert (ROOT / "pipelines/calibration/offline.json").read_bytes() == shipped
