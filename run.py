@@ -327,7 +327,8 @@ def _evaluate(args, kind, runner, out, err, spec: dict) -> int:
 
             summary["calibration"] = evaluate.calibrate(rows, runner)
             summary["confidence_calibration"] = calibrate_confidence(rows, runner, args.eval, args.target_precision,
-                                                                     args.calibration_out, unanswerable_share(args, spec),
+                                                                     args.calibration_out,
+                                                                     unanswerable_share(args, spec),
                                                                      args.resplits)
     summary.update(dataset=args.eval, pipeline=args.pipeline, models=runner.models())
     if args.report:

@@ -37,7 +37,8 @@ SPANQA_METADATA = {
     "allow_paths_outside": (bool, lambda v: True, "true or false"),
     "max_question_chars": (int, lambda v: v >= 1, "a whole number of characters ≥ 1"),
     # the share of questions without an answer in the sources that --calibrate fits the confidence for
-    "unanswerable_share": (float | None, lambda v: v is None or 0 < v < 1, "a number strictly between 0 and 1, or null"),
+    "unanswerable_share": (float | None, lambda v: v is None or 0 < v < 1,
+                           "a number strictly between 0 and 1, or null"),
     # the server's cross-origin allow-list (empty: no page on another origin may call it) and the extra host
     # names it answers to besides IP literals and localhost (components/serving/origin_guard.py)
     "cors_origins": (list, lambda v: all(isinstance(o, str) and o.startswith(("http://", "https://")) for o in v),

@@ -88,5 +88,5 @@ def test_json_checks_on_hand_cases():
 
 
 def test_keys_are_still_required_for_mcp(keyed_server):
-    got, body, headers = http("POST", keyed_server.url + "/mcp/mcp/", {"jsonrpc": "2.0", "id": 1, "method": "tools/list"})
+    got, body, _ = http("POST", keyed_server.url + "/mcp/mcp/", {"jsonrpc": "2.0", "id": 1, "method": "tools/list"})
     assert got == 401 and isinstance(body["detail"], str)

@@ -97,7 +97,8 @@ def test_validate_lists_documents_no_key_can_read(tmp_path):
                           timeout=600)
     assert done.returncode == 0, done.stderr[-1500:]
     access = json.loads(done.stdout)["access"]
-    assert access == {"documents": 3, "restricted": 2, "key_groups": ["finance"], "unknown_groups": {"typo.md": ["fnance"]},
+    assert access == {"documents": 3, "restricted": 2, "key_groups": ["finance"],
+                      "unknown_groups": {"typo.md": ["fnance"]},
                       "unreadable": {}, "groups_no_key_holds": ["fnance"], "skipped": []}
 
 

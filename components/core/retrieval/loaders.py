@@ -2,7 +2,8 @@
 
 Accepted inputs:
 - a folder of ``.txt`` / ``.md`` files (recursively; either may start with YAML front matter between
-  ``---`` lines — after a byte-order mark too, keys in any case — which becomes metadata and is not indexed; offsets still count from the file's first
+  ``---`` lines — after a byte-order mark too, keys in any case — which becomes metadata and is not indexed;
+  offsets still count from the file's first
   character, so ``text[char_start:char_end]`` slices the file exactly) and of ``.pdf`` / ``.html`` / ``.docx``
   files, converted by ``components.core.documents`` (their converted text is the canonical text that offsets
   count in; ``layout`` keeps pages and headings);

@@ -64,7 +64,8 @@ _CUES: list[tuple[str, re.Pattern]] = [
 
 # --- directives by shape: a clause that orders whoever reads it what to say -----------------------------------------
 # Not phrases but a grammatical shape, per language: a verb of saying (answer, reply, say, tell, state …) in the
-# imperative at the start of a clause, or after a modal of obligation ("should", "must", "are to" …; "should be told"),
+# imperative at the start of a clause, or after a modal of obligation ("should", "must", "are to" …;
+# "should be told"),
 # followed by what is to be said ("that …", a quotation, a colon); and a verb of dismissal (ignore, disregard …) in
 # the imperative with what it dismisses ("the above", "everything", "all previous …"). An instruction to a person
 # who reads a manual ("Press Reset and hold for 10 s", "Please reply with your order number", "You must restart
@@ -76,13 +77,15 @@ _SHAPES = {
                     r"(?:\s+(?:always|only|now|simply|just))?",
            "passive": r"(?:be\s+(?:told|informed|advised|assured))(?!\s+(?:of|about|by|in|before|after|when|if|via|"
                       r"through|whether)\b)",
-           "what": r"(?:that\b|[\"'“”«‘]|:|with\s+(?:[\"'“«‘]|\d|yes\b|no\b|the\s+(?:answer|number|text)\b))",
+           "what": r"(?:that\b|[\"'“”«‘]|:|"
+                   r"with\s+(?:[\"'“«‘]|\d|yes\b|no\b|the\s+(?:answer|number|text)\b))",
            "dismiss": r"(?:ignore|disregard|forget|override|bypass)",
            "dismissed": r"(?:the\s+(?:above|previous|preceding|earlier|prior|rest)|everything|all\b|any\s+(?:previous|"
                         r"prior|other)|what\s+(?:was|is|has\s+been)\s+(?:said|written|stated)|previous|prior|above)"},
     "fr": {"say": r"(?:réponds|répondez|répondre|dis|dites|dire|affirme|affirmez|indique|indiquez|écris|écrivez)",
            "modal": r"(?:doit|doivent|devez|dois|faut|il\s+faut)", "passive": r"(?!x)x",
-           "what": r"(?:que\b|qu['’]|[\"«“]|:)", "dismiss": r"(?:ignore|ignorez|oublie|oubliez|ne\s+tenez\s+pas\s+compte)",
+           "what": r"(?:que\b|qu['’]|[\"«“]|:)",
+           "dismiss": r"(?:ignore|ignorez|oublie|oubliez|ne\s+tenez\s+pas\s+compte)",
            "dismissed": r"(?:les|des|tout|toutes|ce\s+qui|de\s+ce\s+qui|ci-dessus|précédent)"},
     "de": {"say": r"(?:antworte|antwortet|antworten(?:\s+sie)?|sage|sagt|sagen(?:\s+sie)?|behaupte|schreibe|schreiben"
                   r"(?:\s+sie)?)",
