@@ -209,6 +209,7 @@ def test_a_cross_site_image_or_link_load_is_refused(server):
         for path in (image, "/extractive/source?doc_id=refund-policy.md&char_start=0&char_end=5"):
             status, _, body = request(server, "GET", path, None, headers)
             assert status == 403 and "cross-site request refused" in body["detail"], (headers, path, status)
+    passage = "/extractive/source?doc_id=refund-policy.md&char_start=140&char_end=160"  # JSON (the image is PNG)
     for headers in ({"Sec-Fetch-Site": "same-origin", "Referer": f"http://127.0.0.1:{server.port}/"}, {}):
-        status, _, _ = request(server, "GET", image, None, headers)
-        assert status == 200, (headers, status)
+        status, _, body = request(server, "GET", passage, None, headers)
+        assert status == 200 and body["doc_id"] == "refund-policy.md", (headers, status, body)

@@ -56,7 +56,7 @@ def test_pdf_text_layers_are_normalised_with_exact_offsets(tmp_path_factory, wor
     doc = pdfium.PdfDocument(str(path))
     try:
         textpage = doc[0].get_textpage()
-        page, index = page_text(textpage)
+        page, index, _hidden = page_text(textpage)
         raw = textpage.get_text_range()
         assert page == text and len(index) == len(page)  # one PDFium character index per kept character
         for ch, i in zip(page, index):  # each kept character is what PDFium has there, normalised
