@@ -100,7 +100,6 @@ class JsonBodyCheck:
 
     def __init__(self, app):
         self.app = app
-        self.router = getattr(app, "router", None)  # the MCP app's lifespan is run through it (app.py)
 
     async def __call__(self, scope, receive, send):
         if scope["type"] != "http" or scope.get("method") != "POST":
