@@ -58,3 +58,32 @@ def test_answer_cache_hits_give_the_same_answer(tmp_path):
 def test_document_words_count_the_whole_source_once(store):
     assert store.document_words("one.txt") == 8 == len(TEXT.split())
     assert store._word_counts[1] == {"one.txt": 8}
+
+
+def test_memo_entries_belong_to_their_asker():
+    from components.core.memo import MISSING, Memo, asker
+
+    memo = Memo()
+    with asker("alice"):
+        memo.put("q", 1)
+        assert memo.get("q") == 1
+    with asker("bob"):
+        assert memo.get("q") is MISSING
+    assert memo.get("q") is MISSING  # a local user is an asker of its own too
+
+
+def test_another_askers_repeat_reads_afresh(tmp_path):
+    """The reader's memo is per asker: bob's repeat of alice's question is read again (no timing oracle), alice's own
+    repeat is read from memory; both get the same answer."""
+    pipeline, _ = load_pipeline(ROOT / "pipelines/extractive.yaml", data=str(ROOT / "data/kb"), cache_dir=str(tmp_path))
+    runner = QueryRunner(pipeline, answer_cache_ttl_s=0)
+    reader = pipeline.get_component("reader")
+    q = "How many devices can the Hub Mini control?"
+    first = runner.ask(q, groups=[], principal="alice")
+    hits = reader._reads.hits
+    again = runner.ask(q, groups=[], principal="alice")
+    assert reader._reads.hits > hits
+    hits = reader._reads.hits
+    other = runner.ask(q, groups=[], principal="bob")
+    assert reader._reads.hits == hits
+    assert first["answer"] == again["answer"] == other["answer"]

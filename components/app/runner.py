@@ -22,7 +22,7 @@ from haystack import tracing
 from haystack.tracing import Span, Tracer
 
 from components.core.errors import SpanQAError
-from components.core.memo import MISSING, Memo
+from components.core.memo import MISSING, Memo, asker
 from components.expanders.sentence_window_expander import SentenceWindowExpander
 from components.joiners.rrf_joiner import RRFJoiner
 from components.rankers.cross_encoder_ranker import CrossEncoderRanker
@@ -208,7 +208,16 @@ class QueryRunner:
 
         When the answer is NOT_FOUND and the corpus has superseded documents (left out of retrieval), the
         question is asked once more of those alone: if one of them answers, the result stays NOT_FOUND with
-        reason ``only_superseded_sources`` naming them, so the user learns that only an outdated source answers."""
+        reason ``only_superseded_sources`` naming them, so the user learns that only an outdated source answers.
+
+        Everything the question memoises (reads, embeddings) is the asker's own (``memo.asker``): another
+        asker's repeat of it is computed afresh, so its speed reveals nothing."""
+        scope = (principal, None if groups is None else tuple(sorted(set(groups))))
+        with asker(None if scope == (None, None) else scope):
+            return self._ask_as(query, filters, top_k, retrieval_depth, groups, principal)
+
+    def _ask_as(self, query: str, filters: dict | None, top_k: int | None, retrieval_depth: int | None,
+                groups: list[str] | None, principal: str | None) -> dict[str, Any]:
         start = time.perf_counter()
         if not self.warmed:
             self.warm_up()

@@ -4,6 +4,10 @@ Used for what one question computes again and again (a reader on the same window
 query's embedding) and for exact repeats of a question (the answer cache). ``get`` returns ``MISSING`` when
 the key is absent or expired.
 
+**Per asker.** Every key is taken within the asker's scope (``SCOPE``, a context variable the query runner sets to
+the principal for the length of a question; ``None`` for a local user): one asker's question never finds another
+asker's entry, so an answer's speed tells nobody what someone else asked (``with asker("alice"): ...``).
+
 Usage::
 
     from components.core.memo import MISSING, Memo
@@ -15,12 +19,25 @@ Usage::
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import threading
 import time
 from collections import OrderedDict
-from typing import Any, Hashable
+from typing import Any, Hashable, Iterator
 
 MISSING = object()
+SCOPE: contextvars.ContextVar[Hashable] = contextvars.ContextVar("spanqa_memo_scope", default=None)
+
+
+@contextlib.contextmanager
+def asker(scope: Hashable) -> Iterator[None]:
+    """Memo entries made and found inside this block belong to ``scope`` (the principal asking)."""
+    token = SCOPE.set(scope)
+    try:
+        yield
+    finally:
+        SCOPE.reset(token)
 
 
 class Memo:
@@ -31,6 +48,7 @@ class Memo:
         self.hits = self.misses = 0
 
     def get(self, key: Hashable) -> Any:
+        key = (SCOPE.get(), key)
         with self._lock:
             item = self._items.get(key)
             if item is None or (self.ttl_s is not None and time.monotonic() - item[0] > self.ttl_s):
@@ -43,6 +61,7 @@ class Memo:
             return item[1]
 
     def put(self, key: Hashable, value: Any) -> Any:
+        key = (SCOPE.get(), key)
         with self._lock:
             self._items[key] = (time.monotonic(), value)
             self._items.move_to_end(key)

@@ -18,7 +18,6 @@ import contextlib
 import html
 import os
 import sys
-import tempfile
 import threading
 from pathlib import Path
 from types import ModuleType
@@ -42,7 +41,7 @@ DEFAULT_HOST, DEFAULT_PORT = "127.0.0.1", 1416
 
 def configure_hayhooks(host: str, port: int, cors_origins=()) -> None:
     """Hayhooks settings for a spanqa server (before ``create_app``): no startup deploy of ``./pipelines``
-    (its YAMLs would all be deployed), runtime deploys saved to a temporary folder, local tracing and
+    (its YAMLs would all be deployed) and no pipelines folder at all, local tracing and
     monitoring off unless their ``HAYHOOKS_*`` variables ask for them (they add work to every request), and
     CORS only for the YAML's allow-list (Hayhooks answers ``*`` by default: any page could read answers)."""
     from hayhooks.settings import settings
@@ -52,11 +51,10 @@ def configure_hayhooks(host: str, port: int, cors_origins=()) -> None:
     settings.cors_allow_methods, settings.cors_allow_headers = ["GET", "POST"], ["Content-Type", "Authorization"]
     settings.cors_allow_origin_regex, settings.cors_allow_credentials = None, False
     if "HAYHOOKS_PIPELINES_DIR" not in os.environ:
-        import atexit
-        import shutil
-
-        settings.pipelines_dir = tempfile.mkdtemp(prefix="spanqa-hayhooks-")
-        atexit.register(shutil.rmtree, settings.pipelines_dir, ignore_errors=True)
+        # no folder at all: Hayhooks deploys a folder's pipelines at startup only when it names one, and spanqa's
+        # pipeline is committed in memory (``deploy``), so nothing is written and nothing is left behind when
+        # uvicorn re-raises SIGTERM after its graceful shutdown (which skips atexit)
+        settings.pipelines_dir = ""
     for key, attr in (("HAYHOOKS_TRACING_ENABLED", "tracing_enabled"),
                       ("HAYHOOKS_MONITORING_ENABLED", "monitoring_enabled"),
                       ("HAYHOOKS_TRACING_INCLUDE_HAYSTACK_SPANS", "tracing_include_haystack_spans")):
@@ -75,7 +73,8 @@ def deploy(app: FastAPI, config: ServingConfig) -> SpanQAPipelineWrapper:
     module = ModuleType(f"spanqa_serving_{config.name}")
     module.PipelineWrapper = wrapper_class(config)
     wrapper = create_pipeline_wrapper_instance(module)
-    commit_prepared_pipeline(PreparedPipeline(name=config.name, wrapper=wrapper), app=app, overwrite=True)
+    commit_prepared_pipeline(PreparedPipeline(name=config.name, wrapper=wrapper), app=app, overwrite=True,
+                             cleanup_files_on_overwrite=False)  # no files: it is committed in memory
     return wrapper
 
 

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from components.core.logs import say as _say  # noqa: E402
 
+import hashlib
 import logging
+import os
 import sys
 import threading
 import time
@@ -80,6 +82,7 @@ class SpanStore(StoreBase):
         self._metadata: dict[str, tuple] = {}
         self._keep = Memo(maxsize=64)  # (index key, excluded, only) -> chunk mask
         self._extra: list[SourceDocument] = []  # documents added with write_documents
+        self._seen_current: str | None = None  # the content of the ``current`` marker last acted on
 
     # -- serialisation ----------------------------------------------------------------------------------
     def to_dict(self) -> dict[str, Any]:
@@ -122,7 +125,34 @@ class SpanStore(StoreBase):
                      documents=len(index.documents), chunks=index.n_chunks)
         self._index, self.load_report, self.stats = index, report, stats
         self._shared = _OPEN[reg_key] = _Opened(index, report, stats)
+        if not self._extra:
+            if self._read_current() is None:
+                self._publish(key)
+            self._seen_current = self._read_current()
         return index
+
+    # -- which index is current, across processes ---------------------------------------------------------
+    def _current_file(self) -> Path:
+        """``cache_dir/current-<data_dir hash>.key``: the key of the index last built for this corpus folder, by any
+        process — how a server sees another process's re-index (``current_version``)."""
+        folder = hashlib.sha256(str(Path(self.data_dir).resolve()).encode()).hexdigest()[:16]
+        return Path(self.cache_dir) / f"current-{folder}.key"
+
+    def _read_current(self) -> str | None:
+        try:
+            return self._current_file().read_text(encoding="utf-8").strip() or None
+        except OSError:
+            return None
+
+    def _publish(self, key: str) -> None:
+        """Write the marker atomically (a reader never sees half a key); a read-only cache only loses the signal."""
+        path = self._current_file()
+        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+        try:
+            tmp.write_text(key, encoding="utf-8")
+            os.replace(tmp, path)
+        except OSError:
+            tmp.unlink(missing_ok=True)
 
     @staticmethod
     def _load_cached(directory: Path, stats: dict) -> CorpusIndex | None:
@@ -169,6 +199,7 @@ class SpanStore(StoreBase):
             index.key = key
             save_index(index, directory)
             cache.save()
+            self._publish(key)
             stats.update(built, built=True)
             return index
         finally:
@@ -279,9 +310,19 @@ class SpanStore(StoreBase):
 
     # -- DocumentStore protocol --------------------------------------------------------------------------
     def current_version(self) -> str:
-        """The content key of the loaded index (it changes with ``write_documents`` / ``delete_documents``). The
-        in-memory index is this process's own: files re-indexed by another process are read at the next start."""
+        """The content key of the loaded index. It changes with ``write_documents`` / ``delete_documents``, and when
+        another process re-indexes this corpus folder into the same ``cache_dir`` (``run.py --index``, or a server
+        that started on changed files): its ``current`` marker names the new index, which is loaded here before
+        the question runs (one small file read per question)."""
         self.open()
+        if not self._extra:
+            marker = self._read_current()
+            if marker is not None and marker != self._seen_current:
+                with _OPEN_LOCK:
+                    if marker != self._seen_current:
+                        self._seen_current = marker
+                        if marker != self.stats.get("key"):
+                            self.open(refresh=True)
         return str(self.stats.get("key"))
 
     def count_documents(self) -> int:

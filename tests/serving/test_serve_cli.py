@@ -14,8 +14,10 @@ def test_serve_with_data_and_cache_dir(tmp_path):
     data.mkdir()
     (data / "kettle.md").write_text("# Kettle\n\nThe Zephyr kettle boils one litre of water in 140 seconds.\n")
     (data / "toaster.md").write_text("# Toaster\n\nThe Ember toaster has six browning levels.\n")
+    tmpdir = tmp_path / "tmp"
+    tmpdir.mkdir()
     srv = Server("pipelines/retrieval.yaml", tmp_path / "server.log", "--data", str(data), "--cache-dir",
-                 str(tmp_path / "cache"))
+                 str(tmp_path / "cache"), env={"TMPDIR": str(tmpdir)})
     try:
         srv.wait_ready()  # without a key /ready counts nothing; the index is built in the --cache-dir given
         assert any((tmp_path / "cache").iterdir())
@@ -25,7 +27,9 @@ def test_serve_with_data_and_cache_dir(tmp_path):
         assert {d["doc_id"] for d in body["documents"]} <= {"kettle.md", "toaster.md"}  # --data, not data/kb
         assert set(body) == {"query", "documents", "models", "timings_ms"}
     finally:
-        srv.stop()
+        srv.stop()  # SIGTERM: uvicorn shuts down gracefully, then re-raises it (atexit never runs)
+    assert srv.proc.returncode is not None
+    assert not [p.name for p in tmpdir.iterdir() if p.name.startswith("spanqa")]  # no folder left behind
 
 
 def _serve(*args):
