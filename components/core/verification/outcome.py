@@ -18,7 +18,7 @@ from haystack.dataclasses import ExtractedAnswer
 
 from components.core.verification.answers import (answer_score, best_rival, conflict_share, find_conflicts,
                                                   is_abstention)
-from components.core.verification.checks import NOT_FOUND, Evidence, span_dict
+from components.core.verification.checks import NOT_FOUND, TABLE, Evidence, span_dict
 from components.core.verification.confidence import verified_signals
 from components.core.verification.judgements import Judgement
 
@@ -29,11 +29,26 @@ def answer_spans(evidence: Evidence, judgement: Judgement) -> list[dict[str, Any
     (a sentence-level answer is its own evidence)."""
     v = evidence.visible
     ranges = [evidence.answer] if evidence.answer is not None else []
-    if judgement.used_lead_in:
-        ranges.append((judgement.used_lead_in[0].start, judgement.used_lead_in[-1].end))
-    ranges.append(evidence.evidence_span)
+    ranges.extend(block_runs(v, judgement.used_lead_in))
+    ranges.extend(block_runs(v, evidence.units))
     ranges.extend((u.start, u.end) for u in evidence.references)
     return [span_dict(v.doc_id, s, e, v.slice(s, e)) for s, e in dict.fromkeys(ranges)]
+
+
+def block_runs(v, units) -> list[tuple[int, int]]:
+    """``(start, end)`` of each run of consecutive ``units`` within one block: a span never runs across a heading
+    and the paragraph under it, nor across two table rows (each row is a run of its own)."""
+    where = {(u.start, u.end): i for i, u in enumerate(v.units)}
+    runs: list[list] = []
+    for u in units:
+        i = where.get((u.start, u.end))
+        block = v.unit_blocks[i] if i is not None and i < len(v.unit_blocks) else None
+        own = u.kind == TABLE or block is None
+        if runs and not own and runs[-1][2] == block and not runs[-1][3]:
+            runs[-1][1] = u.end
+        else:
+            runs.append([u.start, u.end, block, own])
+    return [(start, end) for start, end, _, _ in runs]
 
 
 def not_found_answer(query: str, reason: str, route: list[str], last_verdict: str, best: Any | None,
@@ -51,14 +66,15 @@ def conflict_reason(best: Any, conflicts: list[tuple]) -> str:
 
 
 def verified_answer_signals(query: str, best: Any, answers: list[Any], documents: list, evidence: Evidence | None,
-                            level: str, analyzer, rival: Any | None = None) -> dict[str, float]:
+                            level: str, analyzer, rival: Any | None = None,
+                            verifier: float | None = None) -> dict[str, float]:
     """The confidence signals of a verified answer (``confidence.verified_signals``) from the reader's answers:
     the other spans' scores, the best no-answer score beside the chosen one and the score of ``rival``, the best
     other answer the verifier also supported (``answers.best_rival``; none when not given)."""
     others = [answer_score(a) for a in answers if a is not best and not is_abstention(a)]
     no_answer = max((answer_score(a) for a in answers if is_abstention(a)), default=0.0)
     return verified_signals(query, best, answer_score(best), others, no_answer, documents, evidence, level, analyzer,
-                            rival_score=answer_score(rival) if rival is not None else None)
+                            rival_score=answer_score(rival) if rival is not None else None, verifier=verifier)
 
 
 def judged_once(judge):
@@ -83,7 +99,8 @@ def supported_meta(query: str, best: Any, answers: list[Any], documents: list, e
     and the calibrated confidence (``None`` without a ``calibrator``)."""
     judge = judged_once(judge)
     rival = best_rival(best, answers, judge)
-    signals = verified_answer_signals(query, best, answers, documents, evidence, level, analyzer, rival)
+    signals = verified_answer_signals(query, best, answers, documents, evidence, level, analyzer, rival,
+                                      judgement.probability)
     confidence = calibrator.predict(signals) if calibrator is not None else None
     conflicts = find_conflicts(best, answers, judge, conflict_candidates, conflict_min_score_ratio)
     reason = judgement.reason

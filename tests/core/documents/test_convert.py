@@ -179,3 +179,14 @@ def test_fields_of_converted_files_feed_filters_and_the_superseded_rule(tmp_path
     current = retriever.run(query="service credit", filters={"field": "meta.status", "operator": "==",
                                                               "value": "current"})
     assert current["dense_documents"] and all(d.meta["status"] == "current" for d in current["dense_documents"])
+
+
+def test_a_page_of_one_repeated_paragraph_keeps_every_repeat(tmp_path):
+    """No silent collapse: an FAQ or a log page repeats lines on purpose, and each repeat is text of the page."""
+    from components.core.documents.html import read_html
+
+    line = "Restart the hub and wait for the green light."
+    page = tmp_path / "repeat.html"
+    page.write_text("<html><body>" + f"<p>{line}</p>" * 300 + "</body></html>")
+    text, _, hidden = read_html(page, 10**8)
+    assert text.count(line) == 300 and hidden == 0

@@ -35,3 +35,25 @@ def test_judged_once_asks_the_judge_once_per_answer_object():
     a, b = ExtractedAnswer(query="q", score=0.5, data="x"), ExtractedAnswer(query="q", score=0.5, data="x")
     once = judged_once(lambda ans: calls.append(ans) or len(calls))
     assert [once(a), once(b), once(a), once(b)] == [1, 2, 1, 2] and calls == [a, b]
+
+
+def test_spans_never_run_across_a_heading_or_table_rows():
+    from components.core.verification.checks import Piece, locate_extractive, visible_texts
+    from components.core.verification.judgements import Judgement
+    from components.core.verification.outcome import answer_spans
+
+    text = ("## Drought rules\n\nThe minimum flow is 60 litres. It applies in summer.\n\n"
+            "| code | meaning |\n| --- | --- |\n| E1 | low flow |\n| E2 | high flow |\n")
+    vis = visible_texts([Piece("d", 0, text, "Rules")])
+    start = text.index("summer")
+    ev = locate_extractive(vis, "summer", doc_id="d", start=start, end=start + 6, lead_in_units=3)
+    spans = answer_spans(ev, Judgement("SUPPORTED", "supported", ev.lead_in))
+    texts = [s["text"] for s in spans]
+    assert texts[0] == "summer"
+    assert "## Drought rules" in texts and "The minimum flow is 60 litres." in texts  # heading and sentence apart
+    assert not any("Drought" in t and "minimum" in t for t in texts)
+    row = text.index("high flow")
+    ev = locate_extractive(vis, "high flow", doc_id="d", start=row, end=row + 9, lead_in_units=3)
+    for s in answer_spans(ev, Judgement("SUPPORTED", "supported", ev.lead_in)):
+        assert s["text"].count("\n") == 0, s  # one row (or the header) per span
+        assert text[s["char_start"]:s["char_end"]] == s["text"]
