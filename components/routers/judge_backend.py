@@ -1,7 +1,9 @@
-"""The model behind a verifier's verdicts: none (the lexical rules), an NLI classifier, or an LLM judge.
+"""The model behind a verifier's verdicts: the lexical rules, an NLI classifier, spanqa's trained verifier, or an
+LLM judge.
 
-Resolved and loaded once in ``warm_up()``; when the model is unavailable and the YAML names
-``fallback: lexical`` it switches to the offline rules and says so (``served_by``, a warning), never silently.
+Resolved and loaded once in ``warm_up()``; when the model is unavailable and the YAML names a fallback —
+``trained`` (spanqa's own verifier, ``fallback_model``, resolved by the one model resolver) or ``lexical`` (the
+offline rules) — it switches to it and says so (``served_by``, a warning), never silently.
 ``components/routers/verifier_router.py`` holds one and asks it for NLI probabilities or an LLM verdict.
 
 **Backends.**
@@ -18,6 +20,10 @@ Resolved and loaded once in ``warm_up()``; when the model is unavailable and the
   from the model config's ``id2label``. P(entailment) ≥ ``entail_threshold`` → SUPPORTED, else
   P(contradiction) ≥ ``contradiction_threshold`` → UNSUPPORTED, else PARTIAL. An answer that is not in
   the read text is UNSUPPORTED without asking the model.
+- ``trained`` (the offline fallback of ``nli``): spanqa's cross-encoder (``models/spanqa-verifier-minilm-l6``,
+  ``training/train_verifier.py``) reads the question and the answer marked in its sentence with lead-in
+  (``verification.verifier_input.verifier_pair``) and gives P(the answer is right), learnt on the shipped
+  reader's own candidates; ``judgements.trained_judgement`` maps it to a verdict.
 - ``llm``: a generator from ``components.core.backends.generation.make_generator`` (``generator`` holds its
   ``backend`` plus parameters) is asked "Return SUPPORTED, PARTIAL or UNSUPPORTED, then one short
   reason" about the same premise; the first verdict word of the reply counts, an unparseable reply is
@@ -32,7 +38,11 @@ from haystack import logging
 
 from components.core.errors import SpanQAError
 from components.core.verification.judgements import Judgement, judge_messages, nli_label_index, parse_judge_reply
-from components.core.backends.models import ModelUnavailableError, load_hf_model, resolve_model, torch_device
+from components.core.backends.models import (ModelUnavailableError, fallback_label, load_hf_model, resolve_model,
+                                             torch_device)
+
+TRAINED_VERIFIER = "spanqa/verifier-minilm-l6"
+TRAINED_MAX_LENGTH = 192  # the trained verifier's sequence length in training (training/train_verifier.py)
 
 logger = logging.getLogger(__name__)
 
@@ -41,14 +51,16 @@ class JudgeBackend:
     """``backend`` ``"lexical"`` | ``"nli"`` | ``"llm"`` for ``component`` (named in messages).
 
     ``active`` is ``None`` until ``warm_up()`` (always ``"lexical"`` for the lexical backend) and then the
-    backend in force; ``served_by`` says what answers (``resolve_model``'s description, the generator's, or
-    ``fallback:lexical (<model> unavailable)``).
+    backend in force (``"trained"`` when spanqa's verifier stands in); ``served_by`` says what answers
+    (``resolve_model``'s description, the generator's, or ``fallback:<kind> (<model> unavailable)…``).
     """
 
     def __init__(self, backend: str, *, model: str, device: str | None, max_length: int,
-                 generator: dict[str, Any] | None, fallback: str | None, component: str) -> None:
+                 generator: dict[str, Any] | None, fallback: str | None, component: str,
+                 fallback_model: str = TRAINED_VERIFIER) -> None:
         self.backend, self.model, self.device, self.max_length = backend, model, device, max_length
         self.generator, self.fallback, self.component = generator, fallback, component
+        self.fallback_model = fallback_model
         self.active: str | None = "lexical" if backend == "lexical" else None
         self.served_by: str | None = "lexical" if backend == "lexical" else None
         self._tokenizer = self._nli_model = self._labels = self._generator = None
@@ -56,6 +68,15 @@ class JudgeBackend:
     def _fall_back(self, what: str, exc: Exception) -> None:
         if self.fallback is None:
             raise exc
+        if self.fallback == "trained":
+            resolved = resolve_model(self.fallback_model, component=f"{self.component} fallback")
+            self._tokenizer, self._nli_model = load_hf_model(
+                resolved.path, "AutoModelForSequenceClassification", torch_device(self.device))
+            self.active = "trained"
+            self.served_by = f"{fallback_label('trained', what)}: {resolved.describe()}"
+            logger.warning("{component}: {what} is unavailable; verifying with the trained fallback {model} instead.",
+                           component=self.component, what=what, model=resolved.describe())
+            return
         self.active = "lexical"
         self.served_by = f"fallback:lexical ({what} unavailable)"
         logger.warning("{component}: {what} is unavailable; verifying with the offline lexical rules instead.",
@@ -108,6 +129,16 @@ class JudgeBackend:
         with torch.inference_mode():
             probs = self._nli_model(**enc).logits[0].float().softmax(-1).tolist()
         return {name: float(probs[i]) for name, i in self._labels.items()}
+
+    def right_probability(self, text_a: str, text_b: str) -> float:
+        """The trained verifier's P(right) for one ``verifier_pair``."""
+        import torch
+
+        enc = self._tokenizer(text_a, text_b, truncation="only_second",
+                              max_length=min(self.max_length, TRAINED_MAX_LENGTH),
+                              return_tensors="pt").to(self._nli_model.device)
+        with torch.inference_mode():
+            return float(torch.sigmoid(self._nli_model(**enc).logits[0, 0].float()))
 
     def llm_judgement(self, query: str, answer: str, premise: str, max_new_tokens: int) -> Judgement:
         """The LLM judge's verdict on ``answer`` given ``premise`` (an unparseable reply is UNSUPPORTED)."""

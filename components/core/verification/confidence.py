@@ -21,7 +21,9 @@ Signals (``SIGNALS``, all numbers, computed by ``answer_signals`` for every veri
 - ``level`` — widening level (0 window, 1 paragraph, 2 passage);
 - ``agreement`` — share of the other windows read whose text also contains the answer;
 - ``answer_words`` — log(1 + words of the answer); ``evidence_coverage`` — share of the answer's terms in its
-  cited evidence (1.0 when verbatim; the generative reader's paraphrases score lower).
+  cited evidence (1.0 when verbatim; the generative reader's paraphrases score lower);
+- ``verifier`` — the trained verifier's P(the answer is right) (``verification.verifier_input``; 0 when another
+  backend judged).
 
 The combiner (``Calibrator``) is scikit-learn's ``LogisticRegressionCV`` on standardised signals (its
 regularisation chosen by cross-validated log loss within the fit half), fitted by
@@ -53,7 +55,8 @@ from components.core.errors import SpanQAError
 
 SIGNALS = ("reader_score", "reader_margin", "supported_margin", "no_answer", "window_no_answer", "rerank",
            "rerank_margin", "fused", "window_rank", "term_coverage", "sentence_coverage", "missing_terms",
-           "answer_in_question", "asks_type", "typed", "level", "agreement", "answer_words", "evidence_coverage")
+           "answer_in_question", "asks_type", "typed", "level", "agreement", "answer_words", "evidence_coverage",
+           "verifier")
 LEVELS = {"chunk": 0, "window": 0, "paragraph": 1, "passage": 2}
 FORMAT = "spanqa-calibrator/1"
 FILE_FORMAT = "spanqa-calibration/1"
@@ -87,7 +90,7 @@ def answer_signals(*, answer_score: float, other_scores: Sequence[float], no_ans
                    term_coverage: float, asks_type: bool, typed: bool, level: str, answer_text: str,
                    evidence_coverage: float, sentence_coverage: float = 0.0, missing_terms: float = 0.0,
                    answer_in_question: float = 0.0, rival_score: float | None = None,
-                   window_no_answer: float | None = None) -> dict[str, float]:
+                   window_no_answer: float | None = None, verifier: float | None = None) -> dict[str, float]:
     """The signals of one verified answer (see the module docstring); ``window`` is the read document holding it."""
     rerank, fused = window_scores(window)
     others = [window_scores(w)[0] for w in windows if w is not window]
@@ -114,12 +117,13 @@ def answer_signals(*, answer_score: float, other_scores: Sequence[float], no_ans
         "agreement": sum(agree) / len(agree) if agree else 0.0,
         "answer_words": math.log1p(len(answer_text.split())),
         "evidence_coverage": _num(evidence_coverage, 1.0),
+        "verifier": _num(verifier),
     }
 
 
 def verified_signals(query: str, answer, score: float, other_scores: Sequence[float], no_answer: float,
                      documents: Sequence, evidence, level: str, analyzer,
-                     rival_score: float | None = None) -> dict[str, float]:
+                     rival_score: float | None = None, verifier: float | None = None) -> dict[str, float]:
     """``answer_signals`` of a verified answer from what the verifier holds: its ``Evidence``
     (``components.core.verification.checks``), the read documents and the analyzer that made the question's terms."""
     from components.core.reading.short_answer import wanted
@@ -145,7 +149,7 @@ def verified_signals(query: str, answer, score: float, other_scores: Sequence[fl
         answer_in_question=len(answer_terms & set(analyzer(query))) / len(answer_terms) if answer_terms else 0.0,
         asks_type=wanted(query) is not None, typed=bool(meta.get("short_answer")), level=level,
         answer_text=str(answer.data or ""), evidence_coverage=evidence.coverage if evidence is not None else 0.0,
-        rival_score=rival_score, window_no_answer=meta.get("null_score"))
+        rival_score=rival_score, window_no_answer=meta.get("null_score"), verifier=verifier)
 
 
 @dataclass

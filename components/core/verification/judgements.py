@@ -59,6 +59,7 @@ class Judgement:
     verdict: str
     reason: str
     used_lead_in: tuple[Span, ...] = ()
+    probability: float | None = None  # the trained verifier's P(answer is right), when it judged
 
 
 def _quote(terms: Iterable[str]) -> str:
@@ -177,6 +178,17 @@ def nli_judgement(
     if pc >= contradiction_threshold:
         return Judgement(UNSUPPORTED, f"nli: {detail}")
     return Judgement(PARTIAL, f"nli: {detail}")
+
+
+def trained_judgement(probability: float, support_threshold: float = 0.5, refute_threshold: float = 0.1) -> Judgement:
+    """The trained verifier's P(right) as a verdict: SUPPORTED at or above ``support_threshold``, UNSUPPORTED below
+    ``refute_threshold`` (widen to the whole passage), PARTIAL between (widen to the paragraph)."""
+    detail = f"verifier P(right) {probability:.2f}"
+    if probability >= support_threshold:
+        return Judgement(SUPPORTED, f"supported: {detail}", probability=probability)
+    if probability < refute_threshold:
+        return Judgement(UNSUPPORTED, f"verifier_refuted: {detail}", probability=probability)
+    return Judgement(PARTIAL, f"verifier_unsure: {detail}", probability=probability)
 
 
 # ---------------------------------------------------------------------------------------- LLM judge
