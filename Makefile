@@ -16,7 +16,7 @@ PIPELINE   ?= pipelines/extractive.yaml
 SERVE_ARGS ?=
 
 .PHONY: setup demo test check train train-more train-stage3 train-stage4 train-stage5 train-stage5-plain train-stage6 train-stage7 \
-	train-stage8 average-stages train-adversarial average-adversarial heldout calibrate bench serve bench-serve eval targets clean
+	train-stage8 average-stages train-adversarial average-adversarial train-verifier heldout calibrate bench serve bench-serve eval targets clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -145,6 +145,13 @@ average-stages: setup
 		done; \
 	done
 	$(BIN)/python training/average.py --out .spanqa/training/average-out .spanqa/training/stage4 .spanqa/training/stage5
+
+# spanqa's offline verifier (training/README.md, models/spanqa-verifier-minilm-l6/README.md): the shipped reader's
+# candidates on training articles (squad2-more's 23 and 5,000 SQuAD questions), then VERIFIER_MINUTES of training
+# from the reader's body; writes .spanqa/training/verifier-out (outside git: copy it into models/ only to ship it)
+VERIFIER_MINUTES ?= 40
+train-verifier: setup
+	$(BIN)/python training/train_verifier.py --minutes $(VERIFIER_MINUTES) --eval-every 6000
 
 # the held-out articles as one SQuAD file — the held-out training articles (1,731 questions; HELDOUT_QUESTIONS=N: a
 # stratified N of them) and the 6 held-out squad2-more articles (2,032, adversarial unanswerable; MORE_QUESTIONS=N)

@@ -15,7 +15,8 @@ the cosine bar), stock Haystack reads the fused top 5 (DocumentJoiner ``top_k=5`
 spanqa/reader-minilm-l6-squad2`` and both read with the trained reader, so int8 agreement measures int8 itself.
 
 Prints p50/p95 seconds of each, the ratio ours/stock (< 1: ours faster), for fp32 and for ``precision: int8``
-(ours), the share of identical answers and of identical re-ranked top 5 int8 vs fp32, what each answers and how much
+(ours), ours with the verifier's lexical fallback instead of the trained one (the ratio of the two), the share of
+identical answers and of identical re-ranked top 5 int8 vs fp32, what each answers and how much
 of it is right (``answer_correct``, the label precision is counted with; the article's unanswerable questions
 count against any answer), the tokens the reader was sent, and the load average.
 
@@ -87,7 +88,7 @@ def stock_pipeline(paragraphs, embedder_dir: str, ce_dir: str | None, qa_dir: st
     return ask
 
 
-def our_runner(tmp: Path, ce_dir: str | None, qa_dir: str, precision: str):
+def our_runner(tmp: Path, ce_dir: str | None, qa_dir: str, precision: str, verifier_fallback: str | None = None):
     import yaml
 
     from components.app.pipeline_io import load_pipeline
@@ -98,9 +99,11 @@ def our_runner(tmp: Path, ce_dir: str | None, qa_dir: str, precision: str):
     # ce_dir None: the shipped ranker section as it is (offline its named fallback serves, announced)
     comps["ranker"]["init_parameters"].update(precision=precision, **({"model": ce_dir} if ce_dir else {}))
     comps["reader"]["init_parameters"].update(model=qa_dir, precision=precision)
+    if verifier_fallback:  # the verifier's other offline fallback, side by side (the lexical rules: no model)
+        comps["verifier"]["init_parameters"]["fallback"] = verifier_fallback
     # the embedder stays fp32: int8 query vectors would need an int8 index and change what is retrieved
     # (benchmarks/indexing_speed.py measures that profile and its retrieval agreement)
-    path = tmp / f"extractive-{precision}.yaml"
+    path = tmp / f"extractive-{precision}-{verifier_fallback or 'shipped'}.yaml"
     spec.setdefault("metadata", {}).setdefault("spanqa", {})["allow_paths_outside"] = True
     path.write_text(yaml.safe_dump(spec))
     pipeline, _ = load_pipeline(path, data=str(SQUAD), cache_dir=str(tmp / "cache"))
@@ -175,14 +178,15 @@ def main() -> int:
 
     stock = stock_pipeline(paragraphs, str(minilm_dir()), ce_dir, str(qa_dir))
     ours = {p: our_runner(tmp, ce_dir, str(qa_dir), p) for p in ("fp32", "int8")}
-    times = {"stock": [], "fp32": [], "int8": []}
-    answers = {"fp32": {}, "int8": {}}
-    shown = {"stock": {}, "fp32": {}, "int8": {}}  # the answer each pipeline gives a user (None: NOT_FOUND)
-    top5 = {"fp32": {}, "int8": {}}
+    ours["lexical"] = our_runner(tmp, ce_dir, str(qa_dir), "fp32", verifier_fallback="lexical")
+    times = {"stock": [], "fp32": [], "int8": [], "lexical": []}
+    answers = {"fp32": {}, "int8": {}, "lexical": {}}
+    shown = {"stock": {}, "fp32": {}, "int8": {}, "lexical": {}}  # the answer each pipeline gives (None: NOT_FOUND)
+    top5 = {"fp32": {}, "int8": {}, "lexical": {}}
     tokens = []
     for n in range(args.passes):
         for i, q in enumerate(questions):
-            order = ["stock", "fp32", "int8"] if (i + n) % 2 == 0 else ["int8", "fp32", "stock"]
+            order = ["stock", "fp32", "int8", "lexical"] if (i + n) % 2 == 0 else ["lexical", "int8", "fp32", "stock"]
             for who in order:
                 start = time.perf_counter()
                 if who == "stock":
@@ -205,6 +209,8 @@ def main() -> int:
         print(f"{k:6} p50 {p50[k]:.3f} s  p95 {p95[k]:.3f} s")
     print(f"ratio ours/stock p50: fp32 {p50['fp32'] / p50['stock']:.2f} (target ≤ 0.5), int8 {p50['int8'] / p50['stock']:.2f} "
           f"(target ≤ 0.25); p95: fp32 {p95['fp32'] / p95['stock']:.2f}, int8 {p95['int8'] / p95['stock']:.2f}")
+    print(f"the trained verifier against the lexical rules (fp32, side by side): p50 ratio "
+          f"{p50['fp32'] / p50['lexical']:.2f} (target ≤ 1.3), p95 ratio {p95['fp32'] / p95['lexical']:.2f}")
     print(f"int8 vs fp32: {same:.1%} identical (answer, verdict, span) (target ≥ 98 %); re-ranked top 5: same "
           f"documents {same_set:.1%}, same order {same_top:.1%}")
     from components.evaluation.metrics import answer_correct
