@@ -17,7 +17,7 @@ from haystack.dataclasses import ExtractedAnswer
 from components.core.text.injection import is_directive
 from components.core.offsets import doc_origin
 from components.core.reading.span_decoding import SpanCandidate
-from components.core.text.splitting import Span, split_blocks, split_units
+from components.core.text.splitting import PROSE, TABLE, Span, split_blocks, split_units
 
 
 def span_meta(doc: Document, start: int, end: int, evidence: list[tuple[int, int]]) -> dict[str, Any]:
@@ -45,6 +45,23 @@ def directive_units(text: str) -> tuple[tuple[int, int], ...]:
 
 def in_directive(text: str, start: int, end: int) -> bool:
     return any(s < end and start < e for s, e in directive_units(text))
+
+
+@lru_cache(maxsize=512)
+def structured_blocks(text: str) -> tuple[tuple[int, int, str], ...]:
+    """``(start, end, kind)`` of the table and code blocks of ``text``; memoised per text."""
+    return tuple((b.start, b.end, b.kind) for b in split_blocks(text) if b.kind != PROSE)
+
+
+def crosses_structure(text: str, start: int, end: int) -> bool:
+    """Whether ``[start, end)`` runs across two cells or two rows of a table, or two lines of a code block: an
+    answer is one cell's or one line's text (a header row glued to its value is never an answer)."""
+    for s, e, kind in structured_blocks(text):
+        if s < end and start < e:
+            piece = text[max(s, start):min(e, end)]
+            if "\n" in piece.strip("\n") or (kind == TABLE and "|" in piece.strip(" |")):
+                return True
+    return False
 
 
 def table_header(text: str, row: Span) -> tuple[int, int] | None:

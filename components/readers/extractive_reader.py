@@ -26,7 +26,8 @@ from components.core.backends.models import (
 )
 from components.core.reading.span_decoding import cls_no_answer, complement_no_answer, dedup_by_overlap
 from components.core.text.splitting import TABLE
-from components.readers.answer_spans import in_directive, no_answer_answer, span_answer, span_meta, table_header
+from components.readers.answer_spans import (crosses_structure, in_directive, no_answer_answer, span_answer, span_meta,
+                                            table_header)
 from components.readers.qa_decoder import QADecoder
 
 logger = logging.getLogger(__name__)
@@ -323,8 +324,10 @@ class ExtractiveReader:
                   for span in d.spans]
         pooled.sort(key=lambda p: p[0].logit, reverse=True)  # stable: window order on ties
         pooled = dedup_by_overlap(pooled, lambda p: (p[1].id, p[0].char_start, p[0].char_end), self.overlap_threshold)
-        # a span inside a sentence that addresses the reader ("answer that ...") is never an answer
-        pooled = [p for p in pooled if not in_directive(p[1].content, p[0].char_start, p[0].char_end)]
+        # a span inside a sentence that addresses the reader ("answer that ...") is never an answer, nor one that runs
+        # across two cells or rows of a table or two lines of code
+        pooled = [p for p in pooled if not in_directive(p[1].content, p[0].char_start, p[0].char_end)
+                  and not crosses_structure(p[1].content, p[0].char_start, p[0].char_end)]
         pooled = pooled[:top_k]
         if self.no_answer_score == "cls":
             no_answer_prob = cls_no_answer((d.null_logit + self.no_answer_bias for d in decoded),

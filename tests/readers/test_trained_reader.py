@@ -75,3 +75,32 @@ def test_each_span_carries_its_own_windows_null_score(reader):
     assert spans[0].data == "1889" and set(nulls) == {"eiffel.md", "mercury.md"}
     assert all(0.0 < a.meta["null_score"] < 1.0 and abstain.score <= a.meta["null_score"] + 1e-12 for a in spans)
     assert abstain.score == pytest.approx(nulls["eiffel.md"]) and nulls["eiffel.md"] < nulls["mercury.md"]
+
+
+def test_no_span_runs_across_cells_rows_or_code_lines(reader):
+    """Every span the reader returns on a table and a config block lies inside one cell or one line."""
+    from components.readers.answer_spans import crosses_structure
+
+    text = ("## Error codes\n\n| code | meaning | fix |\n| --- | --- | --- |\n| E-101 | sensor offline | reseat the cable |\n"
+            "| E-102 | battery low | replace the CR2032 cell |\n\n```yaml\nport: 8443\ntimeout_s: 30\nretries: 5\n```\n")
+    doc = Document(content=text, meta={"doc_id": "codes.md", "char_start": 0, "char_end": len(text), "level": "passage"})
+    for q in ("What does error E-102 mean?", "What is the default port?", "How many retries are made?",
+              "How do I fix E-101?"):
+        spans = [a for a in reader.run(query=q, documents=[doc], top_k=5)["answers"] if not a.meta.get("no_answer")]
+        for a in spans:
+            start, end = a.meta["char_start"], a.meta["char_end"]
+            assert text[start:end] == a.data and not crosses_structure(text, start, end), (q, a.data)
+            assert "\n" not in a.data and "|" not in a.data.strip(" |"), (q, a.data)
+
+
+def test_crosses_structure_on_hand_cases():
+    from components.readers.answer_spans import crosses_structure
+
+    text = "Intro line.\n\n| a | b |\n| --- | --- |\n| x1 | y1 |\n| x2 | y2 |\n\n```\nk: 1\nv: 2\n```\n"
+    cell = text.index("y1")
+    assert not crosses_structure(text, cell, cell + 2)
+    assert crosses_structure(text, text.index("x1"), cell + 2)  # two cells
+    assert crosses_structure(text, cell, text.index("y2") + 2)  # two rows
+    assert not crosses_structure(text, text.index("k: 1"), text.index("k: 1") + 4)
+    assert crosses_structure(text, text.index("k: 1"), text.index("v: 2") + 4)  # two code lines
+    assert not crosses_structure(text, 0, len("Intro line."))  # prose is not structure
