@@ -223,22 +223,33 @@ def export(model, tokenizer, out: Path, info: dict) -> None:
     (out / "training.json").write_text(json.dumps(info, indent=2) + "\n", encoding="utf-8")
 
 
-def main(argv=None) -> int:
-    args = parse_args(argv)
+def start_run(args):
+    """``(device, work dir)`` of a training run: quiet transformers, ``--threads``, seeded ``random`` and torch, the
+    work folder made."""
     import torch
     import transformers
-    from tqdm import tqdm
 
-    from components.core.backends.models import load_hf_model, resolve_model, torch_device
+    from components.core.backends.models import torch_device
 
     transformers.logging.set_verbosity_error()
     if args.threads:
         torch.set_num_threads(args.threads)
     random.seed(args.seed)
     torch.manual_seed(args.seed)
-    device = torch_device(args.device)
     work = Path(args.work)
     work.mkdir(parents=True, exist_ok=True)
+    return torch_device(args.device), work
+
+
+def main(argv=None) -> int:
+    args = parse_args(argv)
+    import torch
+    import transformers
+    from tqdm import tqdm
+
+    from components.core.backends.models import load_hf_model, resolve_model
+
+    device, work = start_run(args)
 
     v1, v2 = reader_data.load_articles(args.v1), reader_data.load_articles(args.v2)
     train, heldout, held_titles = reader_data.split_articles(v1, v2, args.heldout_articles, args.seed)

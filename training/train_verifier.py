@@ -31,6 +31,7 @@ sys.path.insert(0, str(ROOT / "training"))
 
 import reader_data  # noqa: E402
 import verifier_data  # noqa: E402
+import train_reader  # noqa: E402
 from train_reader import DATA, check_not_development  # noqa: E402
 
 MORE = ROOT.parent / "shared" / "data" / "squad2-more" / "dev-v2.0-29-articles.json"
@@ -147,16 +148,9 @@ def scores(probs: list[float], rows) -> dict:
 
 
 def export(model, tokenizer, out: Path, info: dict) -> None:
-    import copy
-
-    import torch
-
-    out.mkdir(parents=True, exist_ok=True)
-    half = copy.deepcopy(model).to("cpu").to(torch.float16)
-    half.config.id2label, half.config.label2id = {0: "right"}, {"right": 0}
-    half.save_pretrained(out, safe_serialization=True)
-    tokenizer.save_pretrained(out)
-    (out / "training.json").write_text(json.dumps(info, indent=2) + "\n", encoding="utf-8")
+    """``train_reader.export`` (fp16 safetensors, tokenizer, ``training.json``) with the one label named."""
+    model.config.id2label, model.config.label2id = {0: "right"}, {"right": 0}
+    train_reader.export(model, tokenizer, out, info)
 
 
 def main(argv=None) -> int:
@@ -165,16 +159,9 @@ def main(argv=None) -> int:
     import transformers
     from tqdm import tqdm
 
-    from components.core.backends.models import resolve_model, torch_device
+    from components.core.backends.models import resolve_model
 
-    transformers.logging.set_verbosity_error()
-    if args.threads:
-        torch.set_num_threads(args.threads)
-    random.seed(args.seed)
-    torch.manual_seed(args.seed)
-    device = torch_device(args.device)
-    work = Path(args.work)
-    work.mkdir(parents=True, exist_ok=True)
+    device, work = train_reader.start_run(args)
     train_qs, held_qs, held_titles = question_sets(args)
     print(f"questions: {len(train_qs):,} train, {len(held_qs):,} held out (articles {held_titles})", file=sys.stderr)
     train, held = candidates(args, work, train_qs, held_qs)
