@@ -295,6 +295,9 @@ class VerifierRouter:
         if evidence is None:
             return Judgement(UNSUPPORTED, "answer_not_in_documents"), None
         if self.active_backend == "trained":
+            if evidence.coverage < self.min_answer_coverage:  # a paraphrase whose words no read passage holds
+                return Judgement(UNSUPPORTED, f"answer_not_in_documents: {evidence.coverage:.2f} of its terms in the "
+                                              f"cited passage"), evidence
             p = self.judge_backend.right_probability(*verifier_pair(query, str(answer.data), evidence))
             judgement = trained_judgement(p, self.support_threshold, self.refute_threshold)
             return replace(judgement, used_lead_in=evidence.lead_in), evidence

@@ -58,3 +58,19 @@ def test_an_answer_not_in_the_read_text_never_reaches_the_model(verifier):
     a = ExtractedAnswer(query=q, score=0.9, data="90 seconds", meta={"doc_id": "kitchen.md"})
     out = verifier.run(query=q, answers=[a], documents=[window])["not_found"][0]
     assert out.meta["reason"] == "answer_not_in_documents"
+
+
+def test_a_generated_reply_most_of_whose_words_no_passage_holds_is_refused_before_the_model(verifier):
+    from haystack.dataclasses import GeneratedAnswer
+
+    q = "How long does the Zephyr kettle take to boil one litre of water?"
+    window = Document(content=TEXT, meta={"doc_id": "kitchen.md", "char_start": 0, "char_end": len(TEXT),
+                                          "level": "passage", "route": []})
+    cited = [{"doc_id": "kitchen.md", "char_start": 0, "char_end": len(TEXT)}]
+    reply = GeneratedAnswer(data="Roughly two minutes with the lid closed, faster when preheated.", query=q,
+                            documents=[window], meta={"evidence": cited})
+    out = verifier.run(query=q, answers=[reply], documents=[window])["not_found"][0]
+    assert out.meta["reason"].startswith("answer_not_in_documents")
+    fine = GeneratedAnswer(data="140 seconds", query=q,
+                           documents=[window], meta={"evidence": cited})
+    assert verifier.run(query=q, answers=[fine], documents=[window])["answers"][0].meta["verdict"] == "SUPPORTED"
