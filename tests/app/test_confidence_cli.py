@@ -43,13 +43,13 @@ def test_negative_resplits_is_one_paragraph():
 
 
 def test_calibrate_fits_for_the_yaml_unanswerable_share_and_writes_where_it_is_told(tmp_path):
-    """--calibrate without --unanswerable-share fits for metadata.spanqa.unanswerable_share (null: the set's own):
+    """--calibrate without --unanswerable-share fits for metadata.spanqa.unanswerable_share (0.2 as shipped):
     the fit records it; the combiner goes to --calibration-out, not to pipelines/calibration/offline.json."""
     import yaml
 
     shipped = (ROOT / "pipelines/calibration/offline.json").read_bytes()
     spec = yaml.safe_load((ROOT / "pipelines/extractive.yaml").read_text())
-    assert spec["metadata"]["spanqa"]["unanswerable_share"] is None  # the shipped default: the set's own share
+    assert spec["metadata"]["spanqa"]["unanswerable_share"] == 0.2  # the shipped default (docs/confidence.md)
     paragraphs = [
         ("The Hub Mini controls up to 48 devices. The Hub Pro controls up to 150 devices.",
          [("How many devices can the Hub Mini control?", "48"), ("How many devices does the Hub Pro control?", "150"),
@@ -71,7 +71,7 @@ def test_calibrate_fits_for_the_yaml_unanswerable_share_and_writes_where_it_is_t
     assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr[-2000:]
     fit = json.loads(proc.stdout)["confidence_calibration"]
     if fit.get("saved_to"):  # five questions may be too few to fit: then one warning, never a traceback
-        assert fit["fitted_on"]["unanswerable_share"] is None and Path(fit["saved_to"]) == out
+        assert fit["fitted_on"]["unanswerable_share"] == 0.2 and Path(fit["saved_to"]) == out
     else:
         assert fit["warnings"] and "\n" not in fit["warnings"][0], fit
     assert (ROOT / "pipelines/calibration/offline.json").read_bytes() == shipped
