@@ -37,7 +37,12 @@ from typing import Any
 from haystack import logging
 
 from components.core.errors import SpanQAError
-from components.core.verification.judgements import Judgement, judge_messages, nli_label_index, parse_judge_reply
+from dataclasses import replace
+
+from components.core.verification.checks import UNSUPPORTED, Evidence
+from components.core.verification.judgements import (Judgement, judge_messages, nli_label_index, parse_judge_reply,
+                                                     trained_judgement)
+from components.core.verification.verifier_input import verifier_pair
 from components.core.backends.models import (ModelUnavailableError, fallback_label, load_hf_model, resolve_model,
                                              torch_device)
 
@@ -139,6 +144,16 @@ class JudgeBackend:
                               return_tensors="pt").to(self._nli_model.device)
         with torch.inference_mode():
             return float(torch.sigmoid(self._nli_model(**enc).logits[0, 0].float()))
+
+    def trained_judgement(self, query: str, answer: str, evidence: Evidence, support: float, refute: float,
+                          min_answer_coverage: float) -> Judgement:
+        """The trained verifier's verdict on a located answer; a paraphrase with under ``min_answer_coverage`` of its
+        terms in its passage is UNSUPPORTED before the model (the located-answer check no model does)."""
+        if evidence.coverage < min_answer_coverage:
+            return Judgement(UNSUPPORTED, f"answer_not_in_documents: {evidence.coverage:.2f} of its terms in the "
+                                          f"cited passage")
+        judgement = trained_judgement(self.right_probability(*verifier_pair(query, answer, evidence)), support, refute)
+        return replace(judgement, used_lead_in=evidence.lead_in)
 
     def llm_judgement(self, query: str, answer: str, premise: str, max_new_tokens: int) -> Judgement:
         """The LLM judge's verdict on ``answer`` given ``premise`` (an unparseable reply is UNSUPPORTED)."""

@@ -20,9 +20,7 @@ from components.core.verification.confidence import CalibrationFile, Calibrator,
 from components.core.verification.outcome import not_found_answer, supported_meta
 from components.core.errors import SpanQAError
 from components.core.text.injection import directive_reason
-from components.core.verification.judgements import (DEFAULT_HYPOTHESIS, Judgement, lexical_judgement, nli_judgement,
-                                                     trained_judgement)
-from components.core.verification.verifier_input import verifier_pair
+from components.core.verification.judgements import DEFAULT_HYPOTHESIS, Judgement, lexical_judgement, nli_judgement
 from components.core.params import (ParameterError, check_choice, check_fraction, check_int, check_number,
                                     check_positive_int)
 from components.core.verification.checks import (
@@ -295,12 +293,8 @@ class VerifierRouter:
         if evidence is None:
             return Judgement(UNSUPPORTED, "answer_not_in_documents"), None
         if self.active_backend == "trained":
-            if evidence.coverage < self.min_answer_coverage:  # a paraphrase whose words no read passage holds
-                return Judgement(UNSUPPORTED, f"answer_not_in_documents: {evidence.coverage:.2f} of its terms in the "
-                                              f"cited passage"), evidence
-            p = self.judge_backend.right_probability(*verifier_pair(query, str(answer.data), evidence))
-            judgement = trained_judgement(p, self.support_threshold, self.refute_threshold)
-            return replace(judgement, used_lead_in=evidence.lead_in), evidence
+            return self.judge_backend.trained_judgement(query, str(answer.data), evidence, self.support_threshold,
+                                                        self.refute_threshold, self.min_answer_coverage), evidence
         premise = "\n".join(t for t in (evidence.context_text, evidence.references_text) if t)
         if self.active_backend == "nli":
             hypothesis = self.hypothesis_template.format(question=query, answer=answer.data)
