@@ -133,10 +133,11 @@ class SpanStore(StoreBase):
 
     # -- which index is current, across processes ---------------------------------------------------------
     def _current_file(self) -> Path:
-        """``cache_dir/current-<data_dir hash>.key``: the key of the index last built for this corpus folder, by any
-        process — how a server sees another process's re-index (``current_version``)."""
+        """``cache_dir/current-<data_dir hash>-<settings key>.key``: the key of the index last built for this corpus
+        folder with these settings, by any process — how a server sees another process's re-index
+        (``current_version``); a process indexing the folder with other settings writes a marker of its own."""
         folder = hashlib.sha256(str(Path(self.data_dir).resolve()).encode()).hexdigest()[:16]
-        return Path(self.cache_dir) / f"current-{folder}.key"
+        return Path(self.cache_dir) / f"current-{folder}-{self.settings.key()}.key"
 
     def _read_current(self) -> str | None:
         try:
