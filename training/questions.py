@@ -17,3 +17,4 @@ class Question:
     article: str
     paragraph: int  # index of the paragraph in its article
     adversarial: bool = False  # from a ``--more`` file: an unanswerable one was written against its paragraph
+    structured: bool = False  # from ``--structured``: a table or config block (``structured_data``), read whole

@@ -42,7 +42,7 @@ class Example:
     answer_start: int | None
     answer_end: int | None
     kind: str  # window | paragraph | neg-window | neg-paragraph | hard-paragraph | hard-window | unanswerable | swap
-    #            | negation | antonym | negated-window | adversarial
+    #            | negation | antonym | negated-window | adversarial | structured | structured-none
 
 
 # the no-answer examples made by changing an answerable question: a reader trained before them answers them, so a
@@ -50,12 +50,15 @@ class Example:
 CONSTRUCTED_KINDS = frozenset({"swap", "negation", "antonym"})
 # the kinds a teacher is not trusted on: the constructed ones, and SQuAD 2.0's adversarial unanswerable questions
 # of the development articles (``--more``), which a reader trained before them answers at high confidence
-UNTAUGHT_KINDS = CONSTRUCTED_KINDS | {"adversarial"}
+# and the structured-text blocks (tables, config files: ``structured_data``), where a reader trained on prose picks
+# headers and comments
+UNTAUGHT_KINDS = CONSTRUCTED_KINDS | {"adversarial", "structured", "structured-none"}
 
 
-def load_articles(path: str | Path, adversarial: bool = False) -> dict[str, list[Question]]:
+def load_articles(path: str | Path, adversarial: bool = False, structured: bool = False) -> dict[str, list[Question]]:
     """``{title: [Question, ...]}`` of a SQuAD 1.1 or 2.0 JSON file, questions in file order; ``adversarial``
-    marks its questions as those of a ``--more`` file (SQuAD 2.0 development articles)."""
+    marks its questions as those of a ``--more`` file (SQuAD 2.0 development articles), ``structured`` as those of
+    a ``--structured`` file (table and config blocks, read whole)."""
     data = json.loads(Path(path).read_text(encoding="utf-8"))["data"]
     out: dict[str, list[Question]] = {}
     for article in data:
@@ -68,7 +71,7 @@ def load_articles(path: str | Path, adversarial: bool = False) -> dict[str, list
                 if qa.get("is_impossible"):
                     answers = ()
                 qs.append(Question(qa["id"], qa["question"], ctx, answers, plausible, article["title"], p_index,
-                                   adversarial))
+                                   adversarial, structured))
     return out
 
 
@@ -237,6 +240,13 @@ def examples(questions: list[Question], seed: int, negatives: float = 0.3, swaps
         rng.shuffle(order)
         for i in order:
             q = questions[i]
+            if q.structured:  # a table or config block, read whole: windows of sentences would cut its rows
+                if q.answers:
+                    start, answer = q.answers[0]
+                    yield Example(q.qid, q.question, q.context, start, start + len(answer), "structured")
+                else:
+                    yield Example(q.qid, q.question, q.context, None, None, "structured-none")
+                continue
             if not q.answers:
                 anchor = q.plausible[0] if q.plausible else None
                 for _ in range(unanswerable_repeat):

@@ -47,6 +47,9 @@ def parse_args(argv=None):
     p.add_argument("--more-heldout", type=int, default=6, help="--more articles held out whole (seeded by --seed)")
     p.add_argument("--more-repeat", type=int, default=1,
                    help="times each --more training question is in a pass (their weight against SQuAD 1.1)")
+    p.add_argument("--structured", action="append", default=[], metavar="SQUAD2_JSON",
+                   help="table and config blocks (training/structured_data.py --split train); repeatable")
+    p.add_argument("--structured-repeat", type=int, default=1, help="times each --structured question is in a pass")
     p.add_argument("--v1-questions", type=int, default=0,
                    help="a seeded sample of this many SQuAD 1.1 / 2.0 training questions (0: all): the answerable "
                         "reading kept while a stage learns the --more questions")
@@ -264,6 +267,9 @@ def main(argv=None) -> int:
         heldout += more_held
         more_titles += titles
     held_titles = held_titles + more_titles
+    for path in args.structured:  # training sources only: the held-out sources are another file, never read here
+        train += [q for qs in reader_data.load_articles(path, structured=True).values() for q in qs] \
+            * args.structured_repeat
     if args.tiny:
         train = train[: args.tiny]
     eval_qs = random.Random(args.seed).sample(heldout, min(args.eval_questions, len(heldout)))
@@ -391,7 +397,8 @@ def main(argv=None) -> int:
         "load_average": os.getloadavg(), "hyperparameters": {k: getattr(args, k) for k in (
             "batch_size", "lr", "warmup", "max_seq_length", "stride", "negatives", "swaps", "negations", "antonyms",
             "negated_repeat", "unanswerable_repeat", "hard_negatives", "bf16", "distil", "distil_weight",
-            "distil_temperature", "more", "more_heldout", "more_repeat", "v1_questions")},
+            "distil_temperature", "more", "more_heldout", "more_repeat", "v1_questions", "structured",
+            "structured_repeat")},
         "previous_stage": previous,
     }
     export(model, tokenizer, Path(args.out), info)

@@ -1,0 +1,64 @@
+"""Structured-text examples from real public tables and config files: every answer is the cell's or the value's
+exact span on the line of its code or key (never a comment that mentions the key), an unanswerable question asks
+about a record its block does not hold, held-out sources never reach the training file, and the reader's example
+stream reads a block whole, as a kind its teacher does not teach."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "training"))
+
+import reader_data  # noqa: E402
+import structured_data  # noqa: E402
+
+
+def test_answers_are_exact_spans_and_sources_are_split_whole():
+    sources = json.loads((ROOT / "training" / "structured" / "sources.json").read_text())["sources"]
+    for split in ("train", "heldout"):
+        data = structured_data.build(split, seed=5, per_record=1)
+        titles = {a["title"] for a in data["data"]}
+        assert titles == {f"structured-{Path(s['file']).stem}" for s in sources if s["split"] == split}
+        n = 0
+        for article in data["data"]:
+            for para in article["paragraphs"]:
+                for qa in para["qas"]:
+                    n += 1
+                    for a in qa["answers"]:
+                        assert para["context"][a["answer_start"]:].startswith(a["text"])
+        assert n > 100
+
+
+def test_the_value_is_taken_from_the_setting_line_not_a_comment():
+    block = ("# If allow_zero_length_clientid is true, clients get an id.\n"
+             "#allow_zero_length_clientid false\n")
+    at = structured_data.answer_start(block, "false", "allow_zero_length_clientid")
+    assert block[at:at + 5] == "false" and at > block.index("\n")
+    row = "| Code | Meaning |\n|---|---|\n| E2 | see E1 first |\n| E1 | Disk full |"
+    at = structured_data.answer_start(row, "Disk full", "E1")
+    assert row[at:at + 9] == "Disk full"
+    assert structured_data.answer_start(row, "Disk full", "E3") == -1
+
+
+def test_records_of_each_source():
+    assert structured_data.Record("ENOENT", "No such file or directory") in structured_data.records("musl-strerror.h")
+    sshd = {r.key: r.value for r in structured_data.records("sshd_config")}
+    assert sshd["Port"] == "22" and sshd["MaxAuthTries"] == "6"
+    curl = {r.key: (r.number, r.value) for r in structured_data.records("curl-errors.md")}
+    assert curl["CURLE_URL_MALFORMAT"] == ("3", "The URL was not properly formatted.")
+
+
+def test_blocks_are_read_whole_and_untaught(tmp_path):
+    path = tmp_path / "s.json"
+    path.write_text(json.dumps(structured_data.build("train", seed=5, per_record=1)))
+    questions = [q for qs in reader_data.load_articles(path, structured=True).values() for q in qs]
+    for ex in itertools.islice(reader_data.examples(questions, seed=1), 200):
+        assert ex.kind in ("structured", "structured-none") and ex.kind in reader_data.UNTAUGHT_KINDS
+        q = next(q for q in questions if q.qid == ex.qid)
+        assert ex.context == q.context
+        if ex.kind == "structured":
+            assert ex.context[ex.answer_start:ex.answer_end] == q.answers[0][1]
