@@ -23,6 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from components.core.text.analysis import Analyzer
+from components.core.retrieval.impact import term_score
 from components.core.retrieval.index import IndexSettings, index_text, split_document
 from components.core.retrieval.loaders import SourceDocument, check_unique_ids
 from components.stores.base import chunk_meta
@@ -73,6 +74,23 @@ def _vector_text(v: np.ndarray) -> str:
     return "[" + ",".join(repr(float(x)) for x in v) + "]"
 
 
+def impact_reference(conn, t: Tables, group: list[Prepared]) -> dict:
+    """The reference the postings' impacts are computed at: the state's, or — at the first write — this group's
+    average chunk length with the default BM25 constants, stored for good (``components.core.retrieval.impact``:
+    the bound holds for any later average, so it never changes)."""
+    from components.stores.base import BM25Params
+    from components.stores.pgvector.schema import impact_reference as stored
+
+    ref = stored(conn, t)
+    if ref is None:
+        lengths = [len(tokens) for p in group for tokens in p.tokens]
+        params = BM25Params()
+        ref = {"avgdl": (sum(lengths) / len(lengths)) if lengths and sum(lengths) else 1.0, "k1": params.k1,
+               "b": params.b}
+        conn.execute(q("UPDATE {state} SET impact = %s WHERE id = 1", t), (json.dumps(ref),))
+    return ref
+
+
 def write_group(conn, t: Tables, group: list[Prepared], vectors: np.ndarray, origin: str,
                 replace: list[str]) -> None:
     """One transaction: drop the old rows of ``replace``, insert ``group`` with its vectors, bump the version."""
@@ -98,14 +116,16 @@ def write_group(conn, t: Tables, group: list[Prepared], vectors: np.ndarray, ori
                 for n, c in enumerate(p.chunks):
                     copy.write_row((keys[i], f"{p.doc.doc_id}:{c.start}-{c.end}", p.doc.doc_id, n))
                     i += 1
-        with cur.copy(q("COPY {postings} (term, ckey, tf, dl) FROM STDIN", t)) as copy:
+        ref = impact_reference(conn, t, group)
+        with cur.copy(q("COPY {postings} (term, ckey, tf, dl, imp) FROM STDIN", t)) as copy:
             i = 0
             for p in group:
                 for tokens in p.tokens:
                     counts = Counter(tokens)
                     df.update(counts.keys())
                     for term, tf in counts.items():
-                        copy.write_row((term, keys[i], tf, float(len(tokens))))
+                        copy.write_row((term, keys[i], tf, float(len(tokens)),
+                                        term_score(tf, len(tokens), ref["k1"], ref["b"], ref["avgdl"])))
                     i += 1
         with cur.copy(q("COPY {documents} (doc_id, ord, origin, content_hash, text, meta, body_start, layout, units, "
                         "blocks, n_words, n_chunks, total_len) FROM STDIN", t)) as copy:
