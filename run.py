@@ -2,6 +2,7 @@
 
     python run.py pipelines/extractive.yaml --query "What is the refund window for annual plans?"
     python run.py pipelines/retrieval.yaml --eval ../shared/data/cisi --json
+    python run.py cluster up --shards 2 --replicas 1      # a PostgreSQL cluster for pipelines/extractive-cluster.yaml
 """
 
 from __future__ import annotations
@@ -84,7 +85,7 @@ def _quiet_libraries() -> None:
 
 
 def main(argv=None) -> int:
-    args = parse_args(argv)
+    argv = sys.argv[1:] if argv is None else argv
     from rich.console import Console
 
     from rich.markup import escape
@@ -92,6 +93,18 @@ def main(argv=None) -> int:
     from components.core.errors import reported_error
 
     err = Console(stderr=True)
+    if argv[:1] == ["cluster"]:  # python run.py cluster up|down|status: the servers of PgClusterStore
+        from components.app.cluster_cli import main as cluster_main
+
+        try:
+            return cluster_main(argv[1:], Console())
+        except Exception as exc:  # noqa: BLE001 - one paragraph, as for pipelines
+            told = reported_error(exc)
+            if told is None:
+                raise
+            err.print(f"[bold red]error:[/bold red] {escape(str(told))}", highlight=False)
+            return 2
+    args = parse_args(argv)
     try:
         _check_cli_values(args)
         return _main(args, err)

@@ -10,10 +10,7 @@ For a table prefix ``p``:
   in-memory tie-break), chunk count and token total (for avgdl).
 - ``p_postings`` — BM25 postings: term → chunk (an integer key, mapped to the chunk id, document and position
   in ``p_chunkmap``) with tf and the chunk's length; ``p_terms`` — document frequencies. With N and avgdl these give BM25 Okapi in SQL, equal to the in-memory scorer (hence rank_bm25).
-  Each posting also keeps its **impact** (its term score without idf at a reference average length, ``imp``),
-  indexed best first per term, for the exact early-terminating top-k of ``components.core.retrieval.impact``.
-- ``p_state`` — one row: the index settings the tables were built with, a version bumped by every write, and the
-  impacts' reference (``impact``: ``avgdl``, ``k1``, ``b``; set by the first write, never changed).
+- ``p_state`` — one row: the index settings the tables were built with and a version bumped by every write.
 
 pgvector-haystack has no BM25 (its keyword search is ``ts_rank_cd``) and writes each table on its own;
 spanqa writes a document's rows in all tables in one transaction, so readers see the old or the new
@@ -53,7 +50,7 @@ class Tables:
         return self.name("chunks")
 
 
-SCHEMA_VERSION = 4  # part of the settings a prefix was built with: another layout is never mixed in
+SCHEMA_VERSION = 3  # part of the settings a prefix was built with: another layout is never mixed in
 
 DDL = [
     """CREATE TABLE IF NOT EXISTS {documents} (
@@ -69,20 +66,17 @@ DDL = [
     "CREATE SEQUENCE IF NOT EXISTS {ckey_seq} AS integer",
     """CREATE TABLE IF NOT EXISTS {postings} (
         term text NOT NULL, ckey integer NOT NULL, tf real NOT NULL, dl double precision NOT NULL,
-        imp real NOT NULL, PRIMARY KEY (term, ckey) INCLUDE (tf, dl))""",
+        PRIMARY KEY (term, ckey) INCLUDE (tf, dl))""",
     "CREATE INDEX IF NOT EXISTS {postings_ckey} ON {postings} (ckey)",
-    # each term's postings best impact first (components.core.retrieval.impact: exact top-k with early termination)
-    "CREATE INDEX IF NOT EXISTS {postings_imp} ON {postings} (term, imp DESC, ckey)",
     "CREATE TABLE IF NOT EXISTS {terms} (term text PRIMARY KEY, df integer NOT NULL)",
     """CREATE TABLE IF NOT EXISTS {state} (
-        id integer PRIMARY KEY CHECK (id = 1), version bigint NOT NULL, settings jsonb NOT NULL,
-        impact jsonb)""",
+        id integer PRIMARY KEY CHECK (id = 1), version bigint NOT NULL, settings jsonb NOT NULL)""",
 ]
 PARTS = ("chunks", "documents", "chunkmap", "postings", "terms", "state")
 
 
 def _names(t: Tables) -> dict[str, sql.Identifier]:
-    return {k: t.id(k) for k in (*PARTS, "chunkmap_doc", "ckey_seq", "postings_ckey", "postings_imp", "chunks_doc")}
+    return {k: t.id(k) for k in (*PARTS, "chunkmap_doc", "ckey_seq", "postings_ckey", "chunks_doc")}
 
 
 def q(text: str, t: Tables) -> sql.Composed:
@@ -151,12 +145,6 @@ def drop(conn, t: Tables) -> None:
         for part in PARTS:
             conn.execute(sql.SQL("DROP TABLE IF EXISTS {} CASCADE").format(t.id(part)))
         conn.execute(sql.SQL("DROP SEQUENCE IF EXISTS {}").format(t.id("ckey_seq")))
-
-
-def impact_reference(conn, t: Tables) -> dict | None:
-    """``{"avgdl", "k1", "b"}`` the postings' impacts were computed with (None before the first write)."""
-    row = conn.execute(q("SELECT impact FROM {state} WHERE id = 1", t)).fetchone()
-    return row[0] if row and row[0] else None
 
 
 def version(conn, t: Tables) -> int:

@@ -23,9 +23,18 @@ from components.stores.base import BM25Params, Selection, StoreBase, SupersededR
 from components.stores.pgvector.schema import Tables, q
 
 SEARCH_STRATEGIES = ("exact", "hnsw")
-BM25_ALGORITHMS = ("impact", "exhaustive")
 _SYNCED: dict[tuple, dict] = {}  # (server, prefix, data, settings) → the sync done in this process
 _SYNC_LOCK = threading.RLock()
+
+
+def mean_idf(histogram, n: float) -> float:
+    """The mean of rank_bm25's idf over a vocabulary given as ``[(df, number of terms)]``, summed exactly."""
+    import math
+
+    terms = sum(int(c) for _, c in histogram)
+    if not terms:
+        return 0.0
+    return math.fsum(int(c) * (math.log(n - df + 0.5) - math.log(df + 0.5)) for df, c in histogram) / terms
 
 
 def default_prefix(data_dir: str) -> str:
@@ -64,7 +73,6 @@ class PgSpanStore(StoreBase):
         hnsw_m: int = 16,
         hnsw_ef_construction: int = 64,
         recreate: bool = False,
-        bm25_algorithm: str = "impact",
         **settings: Any,
     ):
         """``data_dir`` and the other shared settings (embedding model, splitter, analyzer, load limits) are
@@ -72,8 +80,6 @@ class PgSpanStore(StoreBase):
         listing them."""
         self._init_settings({"data_dir": data_dir, **settings})
         check_choice("PgSpanStore", "search_strategy", search_strategy, SEARCH_STRATEGIES)
-        check_choice("PgSpanStore", "bm25_algorithm", bm25_algorithm, BM25_ALGORITHMS)
-        self.bm25_algorithm = bm25_algorithm
         for key, value in (("ef_search", ef_search), ("hnsw_m", hnsw_m), ("hnsw_ef_construction", hnsw_ef_construction)):
             check_positive_int("PgSpanStore", key, value)
         self.dsn = dsn if dsn is not None else Secret.from_env_var("SPANQA_PG_DSN", strict=False)
@@ -90,7 +96,8 @@ class PgSpanStore(StoreBase):
         self._sources = Memo(maxsize=4096)
         self._superseded: tuple | None = None
         self._metadata: dict[str, tuple] = {}
-        self.last_bm25 = None  # what the last impact-ordered search read (components.core.retrieval.impact)
+        self.global_stats = None  # set by PgClusterStore on its shards: the whole corpus's BM25 statistics
+        self.shard: tuple[int, int] | None = None  # (i, n): this store holds the documents of shard i of n
 
     # -- serialisation ----------------------------------------------------------------------------------
     def to_dict(self) -> dict[str, Any]:
@@ -98,8 +105,7 @@ class PgSpanStore(StoreBase):
         return default_to_dict(
             self, data_dir=params.pop("data_dir"), dsn=self.dsn.to_dict(), table_prefix=self.table_prefix,
             embedded_dir=self.embedded_dir, search_strategy=self.search_strategy, ef_search=self.ef_search,
-            hnsw_m=self.hnsw_m, hnsw_ef_construction=self.hnsw_ef_construction, recreate=self.recreate,
-            bm25_algorithm=self.bm25_algorithm, **params)
+            hnsw_m=self.hnsw_m, hnsw_ef_construction=self.hnsw_ef_construction, recreate=self.recreate, **params)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> PgSpanStore:
@@ -180,19 +186,29 @@ class PgSpanStore(StoreBase):
         return self._version
 
     def _corpus_stats(self, epsilon: float) -> tuple[float, float, float]:
-        """``(N, avgdl, idf floor)`` for the current version (recomputed only when a write bumped it)."""
+        """``(N, avgdl, idf floor)`` for the current version (recomputed only when a write bumped it). A cluster's
+        shard gets the whole corpus's from ``global_stats`` (``PgClusterStore``), so its scores are the single
+        store's. The floor (epsilon x the mean idf of the vocabulary) is summed exactly (``math.fsum`` over the
+        histogram of document frequencies), so it is the same number however the vocabulary is split."""
         conn = self._conn()
         version = pg_schema.version(conn, self.tables)
         cached = self._corpus
+        if self.global_stats is not None:  # the cluster's numbers (gathered there before each search)
+            self._version = version
+            return self.global_stats.corpus(epsilon)
         if cached is None or cached[0] != version or cached[3] != epsilon:
-            n, total = conn.execute(q("SELECT coalesce(sum(n_chunks), 0), coalesce(sum(total_len), 0) FROM {documents}",
-                                      self.tables)).fetchone()
-            mean = conn.execute(q("SELECT coalesce(avg(ln(%s - df + 0.5) - ln(df + 0.5)), 0) FROM {terms}",
-                                  self.tables), (float(n),)).fetchone()[0]
-            cached = self._corpus = (version, float(n), (float(total) / n) if n else 1.0, epsilon,
-                                     epsilon * float(mean), pg_schema.impact_reference(conn, self.tables))
+            n, total = conn.execute(q("SELECT coalesce(sum(n_chunks), 0), coalesce(sum(total_len), 0) "
+                                      "FROM {documents}", self.tables)).fetchone()
+            histogram = conn.execute(q("SELECT df, count(*) FROM {terms} GROUP BY df", self.tables)).fetchall()
+            n, avgdl = float(n), (float(total) / n) if n else 1.0
+            floor = epsilon * mean_idf(histogram, n)
+            cached = self._corpus = (version, n, avgdl, epsilon, floor)
             self._version = version  # the source memo is keyed by version: a write makes it miss
         return cached[1], cached[2] or 1.0, cached[4]
+
+    def _query_dfs(self, tokens: list[str]) -> dict[str, int] | None:
+        """The whole cluster's document frequencies of ``tokens`` on a shard (None: this store's own table)."""
+        return None if self.global_stats is None else self.global_stats.dfs(tokens)
 
     # -- searches ----------------------------------------------------------------------------------------
     def _bm25_statement(self, tokens: list[str], k: int, selection: Selection, params: BM25Params,
@@ -204,7 +220,8 @@ class PgSpanStore(StoreBase):
         else:  # only documents left out or kept: their chunks' keys, tested on the postings themselves
             bm25_where, bm25_params, chunks = pg_selection.posting_clause(selection, self._id_table), (), False
         ctes, args, names = pg_bm25.statement(self.tables, tokens, k, bm25_where, bm25_params,
-                                              self._corpus_stats(params.epsilon), params, ties, read_chunks=chunks)
+                                              self._corpus_stats(params.epsilon), params, ties, read_chunks=chunks,
+                                              dfs=self._query_dfs(tokens))
         return ctes, args, names, where, fparams
 
     def bm25_search(self, tokens: list[str], k: int, selection: Selection,
@@ -215,9 +232,6 @@ class PgSpanStore(StoreBase):
         self.open()
         if not tokens:
             return []
-        hits = self._impact_search(tokens, k, selection, params)
-        if hits is not None:
-            return hits
         for ties in (False, True):
             ctes, args, names, _, _ = self._bm25_statement(tokens, k, selection, params, ties)
             rows = self._conn().execute(ctes + sql.SQL(pg_bm25.BM25_SELECT).format(**names), args,
@@ -226,44 +240,12 @@ class PgSpanStore(StoreBase):
                 break
         return [(self._document(r[0], r[1], r[2], r[3]), float(r[4])) for r in rows]
 
-    def _impact_applies(self, params: BM25Params) -> bool:
-        if self.bm25_algorithm != "impact":
-            return False
-        self._corpus_stats(params.epsilon)
-        reference = self._corpus[5]
-        return bool(reference) and (reference["k1"], reference["b"]) == (params.k1, params.b)
-
-    def _impact_search(self, tokens: list[str], k: int, selection: Selection, params: BM25Params):
-        """The exact top ``k`` read best impact first (``bm25_algorithm: impact``), or None where it does not
-        apply — other BM25 constants than the impacts were stored with, or a search whose threshold does not close
-        (``stats.exhaustive``) — and the exhaustive statement runs instead."""
-        if not self._impact_applies(params):
-            return None
-        n, avgdl, floor = self._corpus_stats(params.epsilon)
-        reference = self._corpus[5]
-        where, fparams = pg_filters.selection_clause(selection, "c0", id_table=self._id_table)
-        ranked, stats = pg_bm25.impact_top_k(self._conn(), self.tables, tokens, k, where, fparams, (n, avgdl, floor),
-                                             params, reference)
-        self.last_bm25 = stats
-        if ranked is None:
-            return None
-        if not ranked:
-            return []
-        rows = {r[0]: r for r in self._conn().execute(
-            q("SELECT id, content, meta, embedding FROM {chunks} WHERE id = ANY(%s)", self.tables),
-            ([cid for cid, _ in ranked],), binary=True).fetchall()}
-        return [(self._document(*rows[cid]), float(score)) for cid, score in ranked]
-
     def hybrid_search(self, tokens: list[str], query: str, k: int, selection: Selection, params: BM25Params,
                       rrf_k: float = 60, weights: dict[str, float] | None = None):
-        """BM25, dense and their RRF fusion: with impact-ordered BM25, the exact top k read best impact first and
-        the vector search, fused in Python (``StoreBase.hybrid_search``); exhaustive, all in **one SQL
-        statement** (one round trip)."""
+        """BM25, dense and their RRF fusion in **one SQL statement** (one round trip)."""
         from psycopg import sql
 
         self.open()
-        if tokens and self._impact_applies(params):
-            return super().hybrid_search(tokens, query, k, selection, params, rrf_k, weights)
         vec = "[" + ",".join(repr(float(x)) for x in self.embed_query(query, selection.scope)) + "]"
         w = weights or {}
         for ties in (False, True):

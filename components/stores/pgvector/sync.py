@@ -23,7 +23,6 @@ from dataclasses import dataclass
 import numpy as np
 
 from components.core.text.analysis import Analyzer
-from components.core.retrieval.impact import term_score
 from components.core.retrieval.index import IndexSettings, index_text, split_document
 from components.core.retrieval.loaders import SourceDocument, check_unique_ids
 from components.stores.base import chunk_meta
@@ -74,23 +73,6 @@ def _vector_text(v: np.ndarray) -> str:
     return "[" + ",".join(repr(float(x)) for x in v) + "]"
 
 
-def impact_reference(conn, t: Tables, group: list[Prepared]) -> dict:
-    """The reference the postings' impacts are computed at: the state's, or — at the first write — this group's
-    average chunk length with the default BM25 constants, stored for good (``components.core.retrieval.impact``:
-    the bound holds for any later average, so it never changes)."""
-    from components.stores.base import BM25Params
-    from components.stores.pgvector.schema import impact_reference as stored
-
-    ref = stored(conn, t)
-    if ref is None:
-        lengths = [len(tokens) for p in group for tokens in p.tokens]
-        params = BM25Params()
-        ref = {"avgdl": (sum(lengths) / len(lengths)) if lengths and sum(lengths) else 1.0, "k1": params.k1,
-               "b": params.b}
-        conn.execute(q("UPDATE {state} SET impact = %s WHERE id = 1", t), (json.dumps(ref),))
-    return ref
-
-
 def write_group(conn, t: Tables, group: list[Prepared], vectors: np.ndarray, origin: str,
                 replace: list[str]) -> None:
     """One transaction: drop the old rows of ``replace``, insert ``group`` with its vectors, bump the version."""
@@ -116,16 +98,14 @@ def write_group(conn, t: Tables, group: list[Prepared], vectors: np.ndarray, ori
                 for n, c in enumerate(p.chunks):
                     copy.write_row((keys[i], f"{p.doc.doc_id}:{c.start}-{c.end}", p.doc.doc_id, n))
                     i += 1
-        ref = impact_reference(conn, t, group)
-        with cur.copy(q("COPY {postings} (term, ckey, tf, dl, imp) FROM STDIN", t)) as copy:
+        with cur.copy(q("COPY {postings} (term, ckey, tf, dl) FROM STDIN", t)) as copy:
             i = 0
             for p in group:
                 for tokens in p.tokens:
                     counts = Counter(tokens)
                     df.update(counts.keys())
                     for term, tf in counts.items():
-                        copy.write_row((term, keys[i], tf, float(len(tokens)),
-                                        term_score(tf, len(tokens), ref["k1"], ref["b"], ref["avgdl"])))
+                        copy.write_row((term, keys[i], tf, float(len(tokens))))
                     i += 1
         with cur.copy(q("COPY {documents} (doc_id, ord, origin, content_hash, text, meta, body_start, layout, units, "
                         "blocks, n_words, n_chunks, total_len) FROM STDIN", t)) as copy:
@@ -159,8 +139,10 @@ def plan(existing: dict[str, str], documents: list[SourceDocument]) -> tuple[lis
 
 def sync(conn, t: Tables, documents: list[SourceDocument], settings: IndexSettings,
          embed: Callable[[list[str]], np.ndarray], origin: str = "data", progress: Callable | None = None,
-         delete_missing: bool = True) -> dict:
-    """Bring the tables in line with ``documents`` (in their load order); returns what was done."""
+         delete_missing: bool = True, ords: list[int] | None = None) -> dict:
+    """Bring the tables in line with ``documents`` (in their load order; ``ords``: their places in the whole
+    corpus, when these are one shard's); returns what was done."""
+    ords = list(range(len(documents))) if ords is None else ords
     analyzer = Analyzer(**settings.analyzer)
     existing = dict(conn.execute(q("SELECT doc_id, content_hash FROM {documents} WHERE origin = %s", t),
                                  (origin,)).fetchall())
@@ -184,7 +166,7 @@ def sync(conn, t: Tables, documents: list[SourceDocument], settings: IndexSettin
         group.clear()
 
     for pos in it:
-        p = prepare(documents[pos], pos, settings, analyzer)
+        p = prepare(documents[pos], ords[pos], settings, analyzer)
         group.append(p)
         n_chunks += len(p.chunks)
         if sum(len(g.chunks) for g in group) >= EMBED_GROUP:
@@ -195,7 +177,7 @@ def sync(conn, t: Tables, documents: list[SourceDocument], settings: IndexSettin
         with conn.transaction():
             conn.execute(q("UPDATE {documents} AS d SET ord = v.ord FROM unnest(%s::text[], %s::integer[]) AS "
                            "v(doc_id, ord) WHERE d.doc_id = v.doc_id AND d.ord <> v.ord", t),
-                         ([d.doc_id for d in documents], list(range(len(documents)))))
+                         ([d.doc_id for d in documents], ords))
     return {"added": sum(1 for i in todo if documents[i].doc_id not in existing),
             "changed": sum(1 for i in todo if documents[i].doc_id in existing),
             "deleted": len(deleted), "unchanged": unchanged, "embedded": n_embedded, "chunks_written": n_chunks}
@@ -233,6 +215,13 @@ def sync_store(store) -> dict:
         register_vector(conn)
         report = store.load_documents()
         check_unique_ids(report.documents, store.data_dir)
+        documents, ords = report.documents, None
+        if store.shard is not None:  # a cluster's shard: its documents, placed by id, keeping their global order
+            from components.stores.pgvector.cluster import shard_of
+
+            index, count = store.shard
+            ords = [pos for pos, d in enumerate(documents) if shard_of(d.doc_id, count) == index]
+            documents = [documents[pos] for pos in ords]
         wanted = store._wanted()
         with advisory_lock(conn, store.tables):  # one process creates, checks and writes a prefix at a time
             if store.recreate:
@@ -242,11 +231,11 @@ def sync_store(store) -> dict:
                 store._vector_store().count_documents()  # pgvector-haystack creates the chunk table and indexes
             schema.create(conn, store.tables, wanted)
             schema.index_chunks_by_document(conn, store.tables)
-            bulk = initial_load(conn, store.tables, len(report.documents))
+            bulk = initial_load(conn, store.tables, len(documents))
             if bulk:  # killed before the end, the next connect recreates them over the rows written
                 schema.drop_search_indexes(conn, store.tables)
-            done = sync(conn, store.tables, report.documents, store.settings, store.embed_passages,
-                                progress=_tqdm() if store.progress else None)
+            done = sync(conn, store.tables, documents, store.settings, store.embed_passages,
+                        progress=_tqdm() if store.progress else None, ords=ords)
             if bulk:
                 vectors.build_indexes(store._vector_store, done["chunks_written"], store._dimension(),
                                          store.search_strategy, store.progress)

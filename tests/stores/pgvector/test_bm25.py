@@ -66,39 +66,3 @@ def test_cut_ties_reads_the_k_plus_first_score():
     tied = [("a", 3.0, 3, 2.0), ("b", 2.0, 3, 2.0)]
     assert pg_bm25.cut_ties(tied, 2, 1, 2) is True  # the 3rd equals the 2nd: rerun keeping ties
     assert pg_bm25.cut_ties(tied[:1], 2, 1, 2) is False  # fewer than k chunks scored at all
-
-
-def test_impact_ordered_top_k_equals_the_memory_store(pg_dsn, zipf_corpus, prefix, tmp_path):
-    """The default BM25 constants: the search reads postings best impact first and stops early
-    (components.core.retrieval.impact), and still returns the exhaustive top k — with a filter, with documents
-    left out, and after more documents moved the average length away from the impacts' reference."""
-    from haystack import Document
-
-    store = PgSpanStore(data_dir=str(zipf_corpus), table_prefix=prefix, search_strategy="exact", progress=False)
-    mem = SpanStore(data_dir=str(zipf_corpus), cache_dir=str(tmp_path / "cache"), progress=False)
-    params = BM25Params()
-    group_a = Selection(filters={"field": "meta.group", "operator": "==", "value": "a"})
-    left_out = Selection(exclude=frozenset(f"d{i:04d}.md" for i in range(0, 420, 3)))
-
-    def compare(stores_agree_on):
-        read = []
-        for tokens in queries():
-            for k in (1, 10):
-                for selection in (Selection(), group_a, left_out):
-                    got = store.bm25_search(tokens, k, selection, params)
-                    assert store.last_bm25 is not None and not store.last_bm25.exhaustive
-                    read.append(store.last_bm25.postings_read)
-                    want = stores_agree_on(tokens, k, selection)
-                    assert [d.id for d, _ in got] == [d.id for d, _ in want], (tokens, k, selection)
-                    assert all(abs(a - b) < 1e-6 for (_, a), (_, b) in zip(got, want))
-        return read
-
-    read = compare(lambda tokens, k, selection: mem.bm25_search(tokens, k, selection, params))
-    assert min(read) < 50  # some searches stopped after a page or two
-    # longer documents written later: the average length moves, the stored impacts do not
-    long_docs = [Document(id=f"long{i}", content=" ".join(random.Random(i).choices(WORDS[:40], k=300)) + ".")
-                 for i in range(40)]
-    store.write_documents(long_docs)
-    exhaustive = PgSpanStore(data_dir=str(zipf_corpus), table_prefix=prefix, search_strategy="exact",
-                             progress=False, bm25_algorithm="exhaustive")
-    compare(lambda tokens, k, selection: exhaustive.bm25_search(tokens, k, selection, params))

@@ -1,0 +1,202 @@
+"""BM25 in PostgreSQL at a million chunks: PgSpanStore's BM25 statement (every posting of every query term scored in
+SQL) on a corpus built in minutes rather than the hour of ``pg_store.py``'s 1M row.
+
+The corpus is generated from real text: every sentence of the SQuAD 1.1 training paragraphs and the CISI
+abstracts (cut at sentence ends, analysed once by the store's analyzer). Chunk ``i`` is a run of 2–4 consecutive
+sentences of a random paragraph; with probability 0.5 one of them is replaced by a random sentence of the whole
+pool (so chunks are mostly distinct while each keeps a real paragraph's vocabulary); eight chunks make a document.
+Rows are written with COPY straight into PgSpanStore's tables, skipping the embedding (BM25 does not read it; the
+column stays NULL), and the postings' indexes are built after the load.
+Queries: SQuAD 1.1 training questions and CISI queries, analysed as the retriever does.
+
+    python benchmarks/bm25_scale.py [--chunks 1000000] [--queries 300] [--rebuild] [--json]
+
+The embedded server keeps its data in ``.spanqa/bench-pg`` (or SPANQA_PG_DSN), so a second run measures without
+rebuilding. Reported: build time and size, p50/p95 of the top 10 over all chunks and under a filter that keeps
+half of them, postings per query, and the load average.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import re
+import statistics
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+
+from _common import CISI, ROOT, finish
+
+from components.stores.base import BM25Params, Selection
+from components.stores.pgvector import schema as pg_schema, server as pg_server
+from components.stores.pgvector.schema import Tables, q
+from components.stores.pgvector.store import PgSpanStore
+
+SQUAD = ROOT.parent / "shared" / "data" / "squad-train" / "train-v1.1.json"
+SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'(])")
+CHUNKS_PER_DOC = 8
+
+
+def sentence_pool() -> tuple[list[str], list[tuple[int, int]]]:
+    """Every sentence of SQuAD 1.1's training paragraphs and CISI's abstracts; (first, count) per paragraph."""
+    sentences, paragraphs = [], []
+    texts = [p["context"] for a in json.loads(SQUAD.read_text(encoding="utf-8"))["data"] for p in a["paragraphs"]]
+    with open(CISI / "corpus.jsonl", encoding="utf-8") as fh:
+        texts += [json.loads(line)["text"] for line in fh if line.strip()]
+    for text in texts:
+        parts = [s.strip() for s in SENTENCE.split(" ".join(text.split())) if s.strip()]
+        paragraphs.append((len(sentences), len(parts)))
+        sentences += parts
+    return sentences, paragraphs
+
+
+def plan(n: int, paragraphs, n_sentences: int, seed: int = 0) -> list[tuple[int, ...]]:
+    rng = random.Random(seed)
+    out = []
+    for _ in range(n):
+        first, count = rng.choice(paragraphs)
+        size = min(count, rng.randint(2, 4))
+        start = first + rng.randint(0, count - size)
+        ids = list(range(start, start + size))
+        if rng.random() < 0.5:
+            ids[rng.randrange(size)] = rng.randrange(n_sentences)
+        out.append(tuple(ids))
+    return out
+
+
+def build(conn, t: Tables, n: int, analyzer) -> dict:
+    start = time.perf_counter()
+    sentences, paragraphs = sentence_pool()
+    tokens = [analyzer(s) for s in sentences]
+    chunks = plan(n, paragraphs, len(sentences))
+    print(f"{len(sentences):,} sentences from {len(paragraphs):,} paragraphs; {n:,} chunks planned "
+          f"({time.perf_counter() - start:.0f} s)", file=sys.stderr)
+    pg_schema.drop(conn, t)
+    conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
+    conn.execute(q("CREATE TABLE {chunks} (id varchar(128) PRIMARY KEY, embedding vector(384), content text, "
+                   "blob_data bytea, blob_meta jsonb, blob_mime_type text, meta jsonb)", t))
+    pg_schema.create(conn, t, {"benchmark": "bm25_scale", "chunks": n})
+    conn.execute(q("DROP INDEX {postings_ckey}", t))
+    conn.execute(q("ALTER TABLE {postings} DROP CONSTRAINT " + t.name("postings") + "_pkey", t))
+    lengths = [sum(len(tokens[s]) for s in c) for c in chunks]
+    df: Counter = Counter()
+    cur = conn.cursor()
+    with conn.transaction():
+        with cur.copy(q("COPY {chunks} (id, content, meta) FROM STDIN", t)) as copy:
+            for i, c in enumerate(chunks):
+                doc = f"g{i // CHUNKS_PER_DOC:07d}"
+                copy.write_row((f"{doc}:{i}", " ".join(sentences[s] for s in c),
+                                json.dumps({"doc_id": doc, "group": "ab"[i % 2]})))
+        with cur.copy(q("COPY {chunkmap} (ckey, chunk_id, doc_id, chunk_ord) FROM STDIN", t)) as copy:
+            for i in range(n):
+                doc = f"g{i // CHUNKS_PER_DOC:07d}"
+                copy.write_row((i + 1, f"{doc}:{i}", doc, i % CHUNKS_PER_DOC))
+        with cur.copy(q("COPY {postings} (term, ckey, tf, dl) FROM STDIN", t)) as copy:
+            for i, c in enumerate(chunks):
+                counts = Counter(x for s in c for x in tokens[s])
+                df.update(counts.keys())
+                dl = float(lengths[i])
+                for term, tf in counts.items():
+                    copy.write_row((term, i + 1, tf, dl))
+                if i % 100_000 == 0:
+                    print(f"  postings of {i:,} chunks ({time.perf_counter() - start:.0f} s)", file=sys.stderr)
+        with cur.copy(q("COPY {documents} (doc_id, ord, origin, content_hash, text, meta, body_start, layout, "
+                        "units, blocks, n_words, n_chunks, total_len) FROM STDIN", t)) as copy:
+            for d in range(0, n, CHUNKS_PER_DOC):
+                doc = f"g{d // CHUNKS_PER_DOC:07d}"
+                part = range(d, min(n, d + CHUNKS_PER_DOC))
+                copy.write_row((doc, d // CHUNKS_PER_DOC, "api", doc, "", "{}", 0, "{}", [], [], 0, len(part),
+                                float(sum(lengths[i] for i in part))))
+        with cur.copy(q("COPY {terms} (term, df) FROM STDIN", t)) as copy:
+            for term, count in df.items():
+                copy.write_row((term, count))
+        conn.execute(q("UPDATE {state} SET version = 1 WHERE id = 1", t))
+    loaded = time.perf_counter() - start
+    print(f"loaded in {loaded:.0f} s; building the postings' indexes", file=sys.stderr)
+    conn.execute("SET maintenance_work_mem = '1GB'")
+    conn.execute(q("ALTER TABLE {postings} ADD PRIMARY KEY (term, ckey) INCLUDE (tf, dl)", t))
+    conn.execute(q("CREATE INDEX {postings_ckey} ON {postings} (ckey)", t))
+    for part in ("postings", "chunkmap", "terms", "documents", "chunks"):
+        conn.execute(q(f"VACUUM (ANALYZE) {{{part}}}", t))
+    return {"seconds": round(time.perf_counter() - start, 1), "load_seconds": round(loaded, 1),
+            "postings": int(sum(df.values())), "terms": len(df)}
+
+
+def queries(n: int, analyzer, seed: int = 1) -> list[list[str]]:
+    squad = [qa["question"] for a in json.loads(SQUAD.read_text(encoding="utf-8"))["data"]
+             for p in a["paragraphs"] for qa in p["qas"]]
+    with open(CISI / "queries.jsonl", encoding="utf-8") as fh:
+        cisi = [json.loads(line)["text"] for line in fh if line.strip()]
+    rng = random.Random(seed)
+    texts = rng.sample(squad, n - n // 4) + rng.sample(cisi, min(len(cisi), n // 4))
+    return [tokens for tokens in (analyzer(x) for x in texts) if tokens]
+
+
+def pct(values, p):
+    values = sorted(values)
+    return values[min(len(values) - 1, int(round(p * (len(values) - 1))))]
+
+
+def measure(store: PgSpanStore, qs: list[list[str]], k: int, selection: Selection, conn, t: Tables) -> dict:
+    params = BM25Params()
+    for tokens in qs[:20]:  # warm the caches
+        store.bm25_search(tokens, k, selection, params)
+    times = []
+    for tokens in qs:
+        t0 = time.perf_counter()
+        store.bm25_search(tokens, k, selection, params)
+        times.append((time.perf_counter() - t0) * 1000)
+    postings = [conn.execute(q("SELECT coalesce(sum(df), 0) FROM {terms} WHERE term = ANY(%s)", t),
+                             (sorted(set(tokens)),)).fetchone()[0] for tokens in qs]
+    return {"queries": len(qs), "ms": {"p50": round(pct(times, 0.5), 1), "p95": round(pct(times, 0.95), 1),
+                                       "mean": round(statistics.mean(times), 1)},
+            "postings_per_query": {"p50": int(pct(postings, 0.5)), "p95": int(pct(postings, 0.95))}}
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--chunks", type=int, default=1_000_000)
+    p.add_argument("--queries", type=int, default=300)
+    p.add_argument("--k", type=int, default=10)
+    p.add_argument("--rebuild", action="store_true")
+    p.add_argument("--json", action="store_true")
+    args = p.parse_args(argv)
+    dsn = os.environ.get("SPANQA_PG_DSN") or pg_server.embedded_dsn(str(ROOT / ".spanqa" / "bench-pg"))
+    t = Tables(f"bench_bm25_{args.chunks}")
+    probe = PgSpanStore(data_dir=str(ROOT / "data" / "kb"), table_prefix=t.prefix, progress=False)
+    analyzer = probe.analyzer
+    conn = pg_server.connect(dsn)
+    report = {"chunks": args.chunks, "server": pg_server.describe(dsn), "load_average_before": os.getloadavg()}
+    if args.rebuild or pg_schema.state_settings(conn, t) != {"benchmark": "bm25_scale", "chunks": args.chunks}:
+        report["build"] = build(conn, t, args.chunks, analyzer)
+    report["size_mb"] = round(conn.execute("SELECT sum(pg_total_relation_size(c.oid)) FROM pg_class c "
+                                           "WHERE c.relname LIKE %s AND c.relkind = 'r'",
+                                           (t.prefix + "%",)).fetchone()[0] / 2**20)
+    from haystack.utils import Secret
+
+    store = PgSpanStore(data_dir=str(ROOT / "data" / "kb"), dsn=Secret.from_token(dsn), table_prefix=t.prefix,
+                        progress=False)
+    store._opened = True  # the tables were written above, not synced from a folder
+    qs = queries(args.queries, analyzer)
+    report["all_chunks"] = measure(store, qs, args.k, Selection(), conn, t)
+    report["filtered_half"] = measure(store, qs[: len(qs) // 3], args.k,
+                                      Selection(filters={"field": "meta.group", "operator": "==", "value": "a"}), conn, t)
+    conn.close()
+    if not args.json:
+        build_note = report.get("build")
+        print(f"BM25 top {args.k} at {args.chunks:,} chunks ({report['server']}, {report['size_mb']:,} MB"
+              + (f", built in {build_note['seconds']:,.0f} s: {build_note['postings']:,} postings" if build_note else "")
+              + ")")
+        for part in ("all_chunks", "filtered_half"):
+            r = report[part]
+            print(f"  {part}: {r['queries']} queries | p50 {r['ms']['p50']} ms p95 {r['ms']['p95']} ms | postings "
+                  f"of the query terms p50 {r['postings_per_query']['p50']:,} p95 {r['postings_per_query']['p95']:,}")
+    return finish(report, args.json)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,135 @@
+"""A real PostgreSQL cluster on loopback sockets (2 shards, each with a streaming replica; ``run.py cluster``'s
+code): the cluster store gives the single store's BM25 ranking — the same chunks in the same order, scores equal to
+1e-12 (the statistics are the same numbers; only the order a shard sums a chunk's terms in may differ in the last
+bit) — and its dense lists, on the demo corpus and a SQuAD article; a replica whose replay is paused behind its
+primary is never read; a shard stopped mid-search is one clear error, never a partial list; ``down`` stops every
+server it started."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+from haystack.utils import Secret
+
+from components.core.errors import SpanQAError
+from components.stores.base import BM25Params, Selection
+from components.stores.pgvector import cluster, lifetime
+from components.stores.pgvector.cluster_store import PgClusterStore
+from components.stores.pgvector.store import PgSpanStore
+
+ROOT = Path(__file__).resolve().parents[3]
+ARTICLE = ROOT.parent / "shared" / "data" / "squad-train" / "train-v2.0-subset.json"
+
+
+@pytest.fixture(scope="module")
+def running(tmp_path_factory):
+    where = tmp_path_factory.mktemp("cluster")
+    manifest = cluster.up(where, shards=2, replicas=1)
+    yield where, manifest
+    stopped = cluster.down(where)
+    assert all(how != "not running" for _, how in stopped)
+    assert all(lifetime.postmaster_pid(data) is None for _, _, data in cluster.servers(manifest))
+
+
+def same_ranking(a, b) -> bool:
+    return [d.id for d, _ in a] == [d.id for d, _ in b] and all(
+        abs(x - y) <= 1e-12 * max(1.0, abs(x)) for (_, x), (_, y) in zip(a, b))
+
+
+def questions():
+    return [json.loads(line)["question"] for line in (ROOT / "data" / "questions.jsonl").read_text().splitlines()]
+
+
+def both(where, manifest, data_dir, prefix):
+    single = PgSpanStore(data_dir=str(data_dir), dsn=Secret.from_token(manifest["shards"][0]["primary"]),
+                         table_prefix=f"single_{prefix}", progress=False)
+    spread = PgClusterStore(data_dir=str(data_dir), cluster_dir=str(where), table_prefix=f"spread_{prefix}",
+                            progress=False)
+    single.open()
+    spread.open()
+    return single, spread
+
+
+def test_cluster_scores_are_the_single_stores(running, tmp_path):
+    where, manifest = running
+    single, spread = both(where, manifest, ROOT / "data" / "kb", "demo")
+    assert (spread.stats["documents"], spread.stats["chunks"]) == (single.stats["documents"], single.stats["chunks"])
+    assert all(s["documents"] for s in spread.stats["shards"])  # both shards hold documents
+    group = Selection(filters={"field": "meta.status", "operator": "==", "value": "current"})
+    for question in questions():
+        tokens = single.analyzer(question)
+        for selection in (Selection(), group):
+            a = single.bm25_search(tokens, 10, selection, BM25Params())
+            b = spread.bm25_search(tokens, 10, selection, BM25Params())
+            assert same_ranking(a, b), question
+        dense_a = single.dense_search(question, 5, Selection())
+        dense_b = spread.dense_search(question, 5, Selection())
+        assert [d.id for d, _ in dense_a] == [d.id for d, _ in dense_b]
+    assert spread.replica_reads > 0  # the reads went to replicas at the primaries' version
+    doc_id = spread.document_ids()[3]
+    assert spread.source(doc_id)[0].text == single.source(doc_id)[0].text
+
+
+@pytest.mark.skipif(not ARTICLE.exists(), reason="needs ../shared/data/squad-train")
+def test_a_squad_article_ranks_the_same(running, tmp_path):
+    where, manifest = running
+    data = json.loads(ARTICLE.read_text())
+    article = {"version": "v2.0", "data": data["data"][:1]}
+    folder = tmp_path / "article"
+    folder.mkdir()
+    (folder / "article.json").write_text(json.dumps(article))
+    single, spread = both(where, manifest, folder / "article.json", "squad")
+    qs = [qa["question"] for p in article["data"][0]["paragraphs"] for qa in p["qas"]][:60]
+    for question in qs:
+        tokens = single.analyzer(question)
+        a = single.bm25_search(tokens, 10, Selection(), BM25Params())
+        b = spread.bm25_search(tokens, 10, Selection(), BM25Params())
+        assert same_ranking(a, b), question
+
+
+def test_a_replica_behind_its_primary_is_never_read(running, tmp_path):
+    from haystack import Document
+
+    from components.stores.pgvector.server import connect
+
+    where, manifest = running
+    single, spread = both(where, manifest, ROOT / "data" / "kb", "lag")
+    replica_uri = manifest["shards"][0]["replicas"][0]["uri"]
+    with connect(replica_uri) as conn:
+        conn.execute("SELECT pg_wal_replay_pause()")
+    try:
+        new = Document(id="lag-note.md", content="The zebrafish mascot of the lag test is called Quillon.")
+        spread.write_documents([new])
+        spread.current_version()  # a new question starts at the primaries' versions
+        shard = spread._shard("lag-note.md")
+        reads, skips = spread.replica_reads, spread.replica_skips
+        hits = spread.bm25_search(spread.analyzer("zebrafish mascot Quillon"), 3, Selection(), BM25Params())
+        assert hits and hits[0][0].meta["doc_id"] == "lag-note.md"
+        if shard == 0:
+            assert spread.replica_skips > skips  # the paused replica was asked and passed over
+        assert spread._reader(0) is spread.primaries[0] or spread.replica_reads > reads
+    finally:
+        with connect(replica_uri) as conn:
+            conn.execute("SELECT pg_wal_replay_resume()")
+
+
+def test_a_stopped_shard_is_one_clear_error(tmp_path_factory):
+    where = tmp_path_factory.mktemp("cluster-stop")
+    manifest = cluster.up(where, shards=2, replicas=0)
+    try:
+        spread = PgClusterStore(data_dir=str(ROOT / "data" / "kb"), cluster_dir=str(where), table_prefix="stop",
+                                progress=False)
+        spread.open()
+        tokens = spread.analyzer("What is the refund window for annual plans?")
+        assert spread.bm25_search(tokens, 5, Selection(), BM25Params())
+        lifetime.stop_server(manifest["shards"][1]["data"])
+        with pytest.raises(SpanQAError, match=r"shard 1 .* did not answer .* none is given"):
+            spread.bm25_search(tokens, 5, Selection(), BM25Params())
+    finally:
+        cluster.down(where)
+    rows = cluster.status(where)
+    assert [r["running"] for r in rows] == [False, False]
