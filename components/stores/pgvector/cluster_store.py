@@ -140,7 +140,7 @@ class PgClusterStore(StoreBase):
             self._replicas = [[self._store(dsn) for dsn in s["replicas"]] for s in layout]
             for i, replicas in enumerate(self._replicas):
                 for r in replicas:
-                    r.shard, r.global_stats, r._opened = (i, len(primaries)), stats, True
+                    r.shard, r.global_stats, r._opened, r.read_only = (i, len(primaries)), stats, True, True
             self._pool = ThreadPoolExecutor(max_workers=max(2, len(primaries)), thread_name_prefix="shard")
             self._primaries = primaries
         return self._primaries

@@ -98,6 +98,7 @@ class PgSpanStore(StoreBase):
         self._metadata: dict[str, tuple] = {}
         self.global_stats = None  # set by PgClusterStore on its shards: the whole corpus's BM25 statistics
         self.shard: tuple[int, int] | None = None  # (i, n): this store holds the documents of shard i of n
+        self.read_only = False  # a streaming replica: never written, no temporary tables
 
     # -- serialisation ----------------------------------------------------------------------------------
     def to_dict(self) -> dict[str, Any]:
@@ -136,6 +137,12 @@ class PgSpanStore(StoreBase):
                                                         embedded_dir=self.embedded_dir if self._embedded else None)
             register_vector(conn)
         return conn
+
+    @property
+    def _ids(self):
+        """How a selection's id sets reach SQL: this thread's temporary tables, or (a read-only replica, where no
+        table can be created) array parameters."""
+        return None if self.read_only else self._id_table
 
     def _id_table(self, ids: frozenset[str], kind: str = "doc_id"):
         """This thread's temporary table of ``ids`` (``components.stores.pgvector.selection``)."""
@@ -214,8 +221,8 @@ class PgSpanStore(StoreBase):
     def _bm25_statement(self, tokens: list[str], k: int, selection: Selection, params: BM25Params,
                         ties: bool = False):
         """The BM25 CTEs of one search, their parameters, table names, and the filter's WHERE + parameters."""
-        where, fparams = pg_filters.selection_clause(selection, "c0", id_table=self._id_table)  # the one filter model
-        if selection.filters:  # a metadata filter reads each scored chunk's meta
+        where, fparams = pg_filters.selection_clause(selection, "c0", id_table=self._ids)  # the one filter model
+        if selection.filters or self.read_only:  # a metadata filter (or a replica) reads each scored chunk's meta
             bm25_where, bm25_params, chunks = where, fparams, True
         else:  # only documents left out or kept: their chunks' keys, tested on the postings themselves
             bm25_where, bm25_params, chunks = pg_selection.posting_clause(selection, self._id_table), (), False
@@ -282,7 +289,7 @@ class PgSpanStore(StoreBase):
 
         self.open()
         vec = "[" + ",".join(repr(float(x)) for x in self.embed_query(query, selection.scope)) + "]"
-        where, fparams = pg_filters.selection_clause(selection, "c0", id_table=self._id_table)
+        where, fparams = pg_filters.selection_clause(selection, "c0", id_table=self._ids)
         statement = sql.SQL("SELECT c0.id, c0.content, c0.meta, c0.embedding, 1 - (c0.embedding <=> %s::vector) "
                             "FROM {chunks} AS c0{where} ORDER BY c0.embedding <=> %s::vector LIMIT %s").format(
             chunks=self.tables.id("chunks"), where=where or sql.SQL(""))

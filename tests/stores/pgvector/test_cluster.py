@@ -133,3 +133,45 @@ def test_a_stopped_shard_is_one_clear_error(tmp_path_factory):
         cluster.down(where)
     rows = cluster.status(where)
     assert [r["running"] for r in rows] == [False, False]
+
+
+def test_cluster_yaml_differs_from_postgres_only_in_where_the_servers_are():
+    import yaml
+
+    pg = yaml.safe_load((ROOT / "pipelines/extractive-postgres.yaml").read_text())
+    spread = yaml.safe_load((ROOT / "pipelines/extractive-cluster.yaml").read_text())
+    a = pg["components"]["retriever"]["init_parameters"].pop("document_store")
+    b = spread["components"]["retriever"]["init_parameters"].pop("document_store")
+    for spec in (pg, spread):
+        for name in ("expander", "widener"):
+            spec["components"][name]["init_parameters"].pop("document_store")
+    assert pg == spread
+    assert set(a["init_parameters"]) - set(b["init_parameters"]) == {"dsn", "embedded_dir"}
+    assert set(b["init_parameters"]) - set(a["init_parameters"]) == {"cluster_dir", "shards"}
+    shared = set(a["init_parameters"]) & set(b["init_parameters"])
+    assert {k: a["init_parameters"][k] for k in shared} == {k: b["init_parameters"][k] for k in shared}
+
+
+def test_demo_questions_answer_the_same_through_the_cluster(running, pg_dsn, tmp_path, monkeypatch):
+    """The shipped pipeline end to end, one PostgreSQL against the cluster: the same answers, verdicts, spans."""
+    from components.app.pipeline_io import load_pipeline
+    from components.app.runner import QueryRunner, public
+
+    where, _ = running
+    monkeypatch.chdir(ROOT)
+    text = (ROOT / "pipelines/extractive-cluster.yaml").read_text().replace(".spanqa/cluster", str(where))
+    yaml_path = tmp_path / "extractive-cluster.yaml"
+    yaml_path.write_text(text)
+    runners = []
+    for path in (ROOT / "pipelines/extractive-postgres.yaml", yaml_path):
+        pipeline, _ = load_pipeline(path, data=str(ROOT / "data/kb"), cache_dir=str(tmp_path / "cache"))
+        runner = QueryRunner(pipeline)
+        runner.warm_up()
+        runners.append(runner)
+    assert runners[1].store().stats["store"].startswith("postgresql cluster of 2 shards")
+    for question in questions()[:15]:
+        got, want = (public(r.ask(question)) for r in reversed(runners))
+        for key in ("answer", "verdict", "route", "spans"):
+            assert got[key] == want[key], (question, key)
+        assert [(d["doc_id"], d["char_start"]) for d in got["documents"]] == \
+               [(d["doc_id"], d["char_start"]) for d in want["documents"]], question
