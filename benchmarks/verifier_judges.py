@@ -1,7 +1,8 @@
 """The trained verifier against the lexical rules, judge by judge, on the reader's own candidates over held-out
 articles (``training/train_verifier.py`` writes them; never trained on): how many right answers each refuses and
-how many wrong ones it passes, on the held-out SQuAD training articles and the held-out squad2-more articles
-(adversarial unanswerable questions) apart. A benchmark, not a test.
+how many wrong ones it passes, on the held-out SQuAD training articles, the held-out squad2-more articles
+(adversarial unanswerable questions) and the held-out structured-text sources (tables and config files,
+``train_verifier.py --structured-heldout``) apart. A benchmark, not a test.
 
     python benchmarks/verifier_judges.py                                   # the shipped verifier
     python benchmarks/verifier_judges.py --model .spanqa/training/verifier-out --json
@@ -76,10 +77,13 @@ def main(argv=None) -> int:
     probs = probabilities(model, tokenizer, rows, 192)
     lexical = lexical_verdicts(rows)
     report = {}
-    for name, keep in (("training articles", lambda r: not r.adversarial), ("squad2-more", lambda r: r.adversarial),
-                       ("all", lambda r: True)):
+    for name, keep in (("training articles", lambda r: not r.adversarial and r.context != "structured"),
+                       ("squad2-more", lambda r: r.adversarial),
+                       ("structured", lambda r: r.context == "structured"), ("all", lambda r: True)):
         idx = [i for i, r in enumerate(rows) if keep(r)]
         sub = [rows[i] for i in idx]
+        if not sub:  # candidates written without structured blocks
+            continue
         report[name] = {
             "lexical": tally([lexical[i][0] == "SUPPORTED" for i in idx], sub),
             "trained": tally([probs[i] >= args.threshold for i in idx], sub),

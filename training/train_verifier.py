@@ -46,6 +46,10 @@ def parse_args(argv=None):
     p.add_argument("--heldout-articles", type=int, default=4)
     p.add_argument("--more-heldout", type=int, default=6)
     p.add_argument("--v1-questions", type=int, default=5000, help="seeded sample of SQuAD 1.1/2.0 training questions")
+    p.add_argument("--structured", default=None, metavar="SQUAD2_JSON",
+                   help="table and config blocks to train on (training/structured_data.py --split train)")
+    p.add_argument("--structured-heldout", default=None, metavar="SQUAD2_JSON",
+                   help="held-out table and config blocks, judged with the held-out articles (--split heldout)")
     p.add_argument("--heldout-questions", type=int, default=1200, help="seeded stratified sample of held-out questions")
     p.add_argument("--reader", default="spanqa/reader-minilm-l6-squad2", help="whose candidates are judged")
     p.add_argument("--init", default="spanqa/reader-minilm-l6-squad2",
@@ -82,6 +86,9 @@ def question_sets(args):
     train, held = train + more_train, held + more_held
     if args.heldout_questions and args.heldout_questions < len(held):
         held = reader_data.stratified_sample(held, args.heldout_questions, args.seed)
+    for path, into in ((args.structured, train), (args.structured_heldout, held)):
+        if path:
+            into += [q for qs in reader_data.load_articles(path, structured=True).values() for q in qs]
     if args.tiny:
         rng = random.Random(args.seed)
         train, held = rng.sample(train, min(args.tiny, len(train))), rng.sample(held, min(args.tiny, len(held)))
@@ -94,7 +101,8 @@ def candidates(args, work: Path, train, held):
 
     key = json.dumps({k: getattr(args, k) for k in ("v1", "v2", "more", "seed", "heldout_articles", "more_heldout",
                                                     "v1_questions", "heldout_questions", "reader", "hard",
-                                                    "per_context", "tiny")}, sort_keys=True)
+                                                    "per_context", "tiny", "structured", "structured_heldout")},
+                     sort_keys=True)
     paths = {"train": work / "candidates-train.jsonl", "heldout": work / "candidates-heldout.jsonl"}
     stamp = work / "candidates.key"
     if not (stamp.exists() and stamp.read_text(encoding="utf-8") == key and all(p.exists() for p in paths.values())):

@@ -33,7 +33,7 @@ class Candidate:
     label: int  # 1: the answer is right
     reader_score: float
     rank: int  # 0: the reader's best span on this context
-    context: str  # paragraph | window | hard (another paragraph of the article)
+    context: str  # paragraph | window | hard (another paragraph of the article) | structured
     answerable: bool
     adversarial: bool
     golds: list[str]
@@ -45,7 +45,10 @@ class Candidate:
 
 def reading_contexts(q: Question, search: reader_data.ArticleSearch, rng: random.Random,
                      hard: float) -> list[tuple[str, str]]:
-    """``(text, kind)`` the pipeline could hand the reader for ``q`` (module docstring)."""
+    """``(text, kind)`` the pipeline could hand the reader for ``q`` (module docstring); a table or config block
+    (``structured_data``) whole."""
+    if q.structured:
+        return [(q.context, "structured")]
     if rng.random() < 0.5 or len(reader_data.sentences(q.context)) == 1:
         out = [(q.context, "paragraph")]
     elif q.answers:

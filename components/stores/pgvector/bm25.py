@@ -91,3 +91,13 @@ def cut_ties(rows: list, k: int, score_at: int, n_at: int) -> bool:
         return False
     n_scored, floor = rows[0][n_at], rows[0][n_at + 1]
     return n_scored > k and floor == scores[k - 1]
+
+
+def mean_idf(histogram, n: float) -> float:
+    """The mean of rank_bm25's idf over a vocabulary given as ``[(df, number of terms)]``, summed exactly."""
+    import math
+
+    terms = sum(int(c) for _, c in histogram)
+    if not terms:
+        return 0.0
+    return math.fsum(int(c) * (math.log(n - df + 0.5) - math.log(df + 0.5)) for df, c in histogram) / terms

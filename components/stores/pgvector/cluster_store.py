@@ -39,7 +39,8 @@ from components.core.errors import SpanQAError
 from components.stores.base import BM25Params, Selection, StoreBase, SupersededRule
 from components.stores.pgvector import cluster as pg_cluster, schema as pg_schema
 from components.stores.pgvector.schema import q
-from components.stores.pgvector.store import PgSpanStore, default_prefix, mean_idf
+from components.stores.pgvector.bm25 import mean_idf
+from components.stores.pgvector.store import PgSpanStore, default_prefix
 
 
 class GlobalStats:

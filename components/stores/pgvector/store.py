@@ -27,16 +27,6 @@ _SYNCED: dict[tuple, dict] = {}  # (server, prefix, data, settings) → the sync
 _SYNC_LOCK = threading.RLock()
 
 
-def mean_idf(histogram, n: float) -> float:
-    """The mean of rank_bm25's idf over a vocabulary given as ``[(df, number of terms)]``, summed exactly."""
-    import math
-
-    terms = sum(int(c) for _, c in histogram)
-    if not terms:
-        return 0.0
-    return math.fsum(int(c) * (math.log(n - df + 0.5) - math.log(df + 0.5)) for df, c in histogram) / terms
-
-
 def default_prefix(data_dir: str) -> str:
     """One corpus per table prefix: ``spanqa_<hash of the data location>`` unless the YAML names one."""
     return "spanqa_" + hashlib.sha256(str(Path(data_dir).resolve()).encode()).hexdigest()[:10]
@@ -208,7 +198,7 @@ class PgSpanStore(StoreBase):
                                       "FROM {documents}", self.tables)).fetchone()
             histogram = conn.execute(q("SELECT df, count(*) FROM {terms} GROUP BY df", self.tables)).fetchall()
             n, avgdl = float(n), (float(total) / n) if n else 1.0
-            floor = epsilon * mean_idf(histogram, n)
+            floor = epsilon * pg_bm25.mean_idf(histogram, n)
             cached = self._corpus = (version, n, avgdl, epsilon, floor)
             self._version = version  # the source memo is keyed by version: a write makes it miss
         return cached[1], cached[2] or 1.0, cached[4]
