@@ -62,3 +62,14 @@ def test_blocks_are_read_whole_and_untaught(tmp_path):
         assert ex.context == q.context
         if ex.kind == "structured":
             assert ex.context[ex.answer_start:ex.answer_end] == q.answers[0][1]
+
+
+def test_the_verifier_reads_blocks_whole():
+    import random
+
+    import verifier_data
+    from questions import Question
+
+    q = Question("s-1", "What does E1 mean?", "| Code | Meaning |\n|---|---|\n| E1 | Disk full |",
+                 ((29, "Disk full"),), (), "structured-x", 0, False, True)
+    assert verifier_data.reading_contexts(q, None, random.Random(0), hard=1.0) == [(q.context, "structured")]
