@@ -19,6 +19,7 @@ import io
 import threading
 from pathlib import Path
 import ctypes
+import math
 from typing import Any
 
 from components.core.documents.errors import ConversionError
@@ -83,6 +84,19 @@ def _line_breaks(raw: str, textpage) -> dict[int, bool]:
     return {k: (wrap <= 0 or pitch.get(k, 0) <= 0 or pitch[k] > 1.3 * wrap) for k in ends}
 
 
+def drawn_size(textpage, i: int) -> float:
+    """The size a character is drawn at, in points: PDFium's font size (the ``Tf`` operand) times the vertical
+    scale of the character's matrix (text and graphics state). Many producers set ``1 Tf`` and scale with the
+    matrix, so the font size alone says 1 pt for 7-pt text (0: PDFium does not know)."""
+    import pypdfium2.raw as pdfium_c
+
+    font = pdfium_c.FPDFText_GetFontSize(textpage.raw, i)
+    matrix = pdfium_c.FS_MATRIX()
+    if font > 0 and pdfium_c.FPDFText_GetMatrix(textpage.raw, i, ctypes.byref(matrix)):
+        return font * math.hypot(matrix.c, matrix.d)
+    return font
+
+
 def hidden_chars(textpage, raw: str, min_pt: float = DEFAULT_MIN_PT) -> set[int]:
     """PDFium's indices of the characters of a page a reader does not see (``visibility.pdf_char_hidden``):
     invisible or clip-only render mode, white or transparent fill, under ``min_pt`` points, outside the page."""
@@ -106,7 +120,7 @@ def hidden_chars(textpage, raw: str, min_pt: float = DEFAULT_MIN_PT) -> set[int]
         if size is not None and pdfium_c.FPDFText_GetCharBox(textpage.raw, i, ctypes.byref(left), ctypes.byref(right),
                                                             ctypes.byref(bottom), ctypes.byref(top)):
             box = (left.value, right.value, bottom.value, top.value)
-        if pdf_char_hidden(mode, fill, pdfium_c.FPDFText_GetFontSize(textpage.raw, i), box, size or (0, 0), min_pt):
+        if pdf_char_hidden(mode, fill, drawn_size(textpage, i), box, size or (0, 0), min_pt):
             out.add(i)
     return out
 
