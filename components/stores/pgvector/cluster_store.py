@@ -153,11 +153,14 @@ class PgClusterStore(StoreBase):
             self._order = {d.doc_id: i for i, d in enumerate(report.documents)}
             for store in self.primaries:
                 store.open(refresh=refresh)
-            self.stats = {"documents": sum(s.stats["documents"] for s in self.primaries),
-                          "chunks": sum(s.stats["chunks"] for s in self.primaries),
+            parts = [s.stats for s in self.primaries]
+            self.stats = {**{key: sum(p[key] for p in parts) for key in ("documents", "chunks", "added", "changed",
+                                                                          "deleted", "unchanged")},
                           "store": f"postgresql cluster of {len(self.primaries)} shards "
                                    f"({sum(map(len, self._replicas))} replicas)",
-                          "shards": [s.stats for s in self.primaries]}
+                          "tables": parts[0]["tables"], "seconds": sum(p["seconds"] for p in parts),
+                          "built": any(p["built"] for p in parts), "skipped": report.skipped,
+                          "found": report.found, "hidden": report.hidden, "shards": parts}
             self.load_report = self.primaries[0].load_report
             self._opened = True
         return self.current_version()
