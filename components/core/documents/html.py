@@ -138,6 +138,8 @@ def read_html(path: Path, max_bytes: int, min_pt: float = DEFAULT_MIN_PT) -> tup
     if b"\x00" in raw[:8192]:
         raise ConversionError("binary file with an .html name")
     html = raw.decode("utf-8", errors="replace")
+    # an XHTML page's XML declaration names its encoding, which lxml refuses on text it did not decode itself
+    html = re.sub(r"^\ufeff?\s*<\?xml[^>]*\?>", "", html, count=1)
     import lxml.html
 
     try:

@@ -190,3 +190,17 @@ def test_a_page_of_one_repeated_paragraph_keeps_every_repeat(tmp_path):
     page.write_text("<html><body>" + f"<p>{line}</p>" * 300 + "</body></html>")
     text, _, hidden = read_html(page, 10**8)
     assert text.count(line) == 300 and hidden == 0
+
+
+def test_an_xhtml_page_with_an_xml_declaration_is_read(tmp_path):
+    """lxml refuses a decoded string that declares its encoding: the declaration is dropped, the page read."""
+    from components.core.documents.convert import convert_file
+    from components.core.retrieval.loaders import LoadLimits
+
+    page = tmp_path / "manual.html"
+    page.write_text('<?xml version="1.0" encoding="UTF-8"?>\n<!DOCTYPE html PUBLIC "-//W3C//DTD XHTML 1.0 Strict//EN" '
+                    '"http://www.w3.org/TR/xhtml1/DTD/xhtml1-strict.dtd">\n<html xmlns="http://www.w3.org/1999/xhtml">'
+                    "<head><title>Limits</title></head><body><p>The server accepts at most 150 clients at a time by "
+                    "default, and each client may open 8 channels.</p></body></html>", encoding="utf-8")
+    doc = convert_file(page, "manual.html", LoadLimits())
+    assert "at most 150 clients at a time" in doc.text
