@@ -23,7 +23,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "training"))
 
 from benchmarks._common import ROOT  # noqa: E402
 
-CANDIDATES = ROOT / ".spanqa" / "training" / "verifier" / "candidates-heldout.jsonl"
+# the held-out candidates of the current reader, structured sources included (make train-verifier-structured), else
+# those of the first run (make train-verifier)
+CANDIDATES = next((p for p in (ROOT / ".spanqa" / "training" / d / "candidates-heldout.jsonl" for d in ("verifier2", "verifier"))
+                   if p.exists()), ROOT / ".spanqa" / "training" / "verifier2" / "candidates-heldout.jsonl")
 
 
 def lexical_verdicts(rows) -> list[tuple[str, str]]:
