@@ -26,20 +26,20 @@ _WRONG_HELD = "the reader picks a wrong span (the confidence bar holds it back):
 _VERIFIER = "the trained verifier refuses the reader's span (P(right) under 0.5): "
 _ABSTAINS = "the reader's own no-answer outscores its best span: "
 OFFLINE_LIMITS = {
+    "q06": _VERIFIER + "0.05",
     "q07": _WRONG_HELD + "'4 hours' (the Hub Pro's battery, hub-pro-datasheet.html) for the GLN-HUB-200's '72 hours', "
-                         "supported, then held back at 0.13 by the conflict with hub-200.md",
-    "q10": _VERIFIER + "0.06",
-    "q11": _WRONG_HELD + "'€14.99' (the monthly price, in euros) for the annual '$149.90' at 0.63",
-    "q12": _VERIFIER + "0.38",
-    "q13": _VERIFIER + "0.24",
-    "q15": _VERIFIER + "0.27 for a value in a YAML block (the verifier read only prose in training)",
-    "q16": _WRONG_HELD + "'8080' for the local API's '8443' at 0.70",
-    "q17": _VERIFIER + "0.09 for a value in a JSON block",
-    "q19": _VERIFIER + "0.44",
+                         "supported, then held back at 0.21 by the conflict with hub-200.md",
+    "q10": _VERIFIER + "0.07",
+    "q11": _WRONG_HELD + "'$14.99' for the annual '$149.90' at 0.67",
+    "q12": _VERIFIER + "0.39",
+    "q13": _VERIFIER + "0.22",
+    "q15": _VERIFIER + "0.41, on a wrong span ('1883', the MQTT port, for the topic prefix)",
+    "q17": _VERIFIER + "0.08 for a value in a JSON block",
+    "q19": _VERIFIER + "0.45",
     "q21": _VERIFIER + "0.03 for the description cell of an error-code table row",
-    "q22": _VERIFIER + "0.18",
-    "q23": _ABSTAINS + "no-answer 0.66",
-    "q31": _VERIFIER + "0.21",
+    "q23": _ABSTAINS + "no-answer 0.67",
+    "q27": _WRONG_HELD + "'overnight' at 0.53",
+    "q31": _VERIFIER + "0.17",
 }
 # shown although wrong: the bar is chosen for precision 0.9 on held-out questions, so about one shown answer in ten
 # may be wrong; each one is named here, and any other wrong answer shown fails the corpus test below (none now)
@@ -92,7 +92,7 @@ def test_demo_question(runner, q):
 def test_no_wrong_answer_is_shown_on_the_demo_corpus(runner):
     """What passes the verifier and the confidence bar is right, but for the named WRONG_SHOWN: no unanswerable
     question is answered, every other shown answer of the 43 demo questions is correct and in its gold document,
-    and each named one is still shown and wrong (10 shown with the shipped reader and verifier, 10 right; the lexical
+    and each named one is still shown and wrong (11 shown with the shipped reader and verifier, 11 right; the lexical
     verifier showed 16, 15 right)."""
     shown, wrong = 0, set()
     for q in QUESTIONS:
