@@ -132,7 +132,11 @@ def ray_index(store, address: str, progress: bool = True) -> dict:
     ds = ds.map_batches(Embed, fn_constructor_kwargs={"model_path": model, "precision": store.config.embedding_precision,
                                                       "batch_size": store.config.batch_size},
                         batch_size=8, concurrency=nodes, num_cpus=1, max_restarts=-1, max_task_retries=-1)
+    from pgvector.psycopg import register_vector
+
     conns = [server.connect(t.server_dsn) for t in targets]
+    for conn in conns:
+        register_vector(conn)
     done = {"written": 0, "unchanged": 0, "chunks_written": 0, "deleted": 0, "nodes": nodes}
     seen: dict[str, int] = {}
     try:
@@ -146,9 +150,6 @@ def ray_index(store, address: str, progress: bool = True) -> dict:
                 continue
             prepared, vectors = pickle.loads(row["prepared"]), pickle.loads(row["vectors"])
             i = int(row["shard"])
-            from pgvector.psycopg import register_vector
-
-            register_vector(conns[i])
             with sync.advisory_lock(conns[i], targets[i].tables):
                 sync.write_group(conns[i], targets[i].tables, [prepared], vectors, "data",
                                  [prepared.doc.doc_id] if prepared.doc.doc_id in existing else [])
