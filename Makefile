@@ -16,7 +16,7 @@ PIPELINE   ?= pipelines/extractive.yaml
 SERVE_ARGS ?=
 
 .PHONY: setup demo test check train train-more train-stage3 train-stage4 train-stage5 train-stage5-plain train-stage6 train-stage7 \
-	train-stage8 average-stages train-adversarial train-structured average-adversarial train-verifier train-verifier-structured heldout calibrate bench serve bench-serve eval targets clean
+	train-stage8 average-stages train-adversarial train-structured average-previous train-verifier train-verifier-structured heldout calibrate bench serve bench-serve eval targets clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -133,18 +133,19 @@ train-structured: setup
 		--v1-questions 8000 --stream-seed 19 --minutes 40 --lr 3e-5 --hard-negatives --bf16 --negated-repeat 3 \
 		--eval-every 6000 --eval-questions 300 --out .spanqa/training/reader12-out --work .spanqa/training/reader12 $(RESUME)
 
-# the shipped reader: the 1:1 mean of the reader shipped at PREVIOUS_COMMIT and the adversarial lineage (make
-# train-adversarial); writes .spanqa/training/average-out, copy it into models/ (training/HISTORY.md: the criteria)
-PREVIOUS_COMMIT ?= dfa8e54
-average-adversarial: setup
+# the shipped reader: the 1:1 mean of the reader shipped at PREVIOUS_COMMIT and its continuation CONTINUATION (make
+# train-structured); the step before it was PREVIOUS_COMMIT=dfa8e54 CONTINUATION=.spanqa/training/reader11-out (make
+# train-adversarial). Writes .spanqa/training/average-out, copy it into models/ (training/HISTORY.md: the criteria)
+PREVIOUS_COMMIT ?= a124f19
+CONTINUATION ?= .spanqa/training/reader12-out
+average-previous: setup
 	mkdir -p .spanqa/training/previous
 	for f in model.safetensors config.json tokenizer.json tokenizer_config.json training.json; do \
 		git show $(PREVIOUS_COMMIT):models/spanqa-reader-minilm-l6/$$f > .spanqa/training/previous/$$f || exit 1; \
 	done
-	$(BIN)/python training/average.py --out .spanqa/training/average-out .spanqa/training/previous \
-		.spanqa/training/reader11-out
+	$(BIN)/python training/average.py --out .spanqa/training/average-out .spanqa/training/previous $(CONTINUATION)
 
-# the reader shipped at PREVIOUS_COMMIT: the mean of stage 4's and stage 5's weights (training/average.py), each taken from the commit
+# the reader shipped at dfa8e54: the mean of stage 4's and stage 5's weights (training/average.py), each taken from the commit
 # that shipped it; writes .spanqa/training/average-out, copy it into models/ (models/spanqa-reader-minilm-l6/README.md)
 STAGE4_COMMIT ?= 7a0009d
 STAGE5_COMMIT ?= 153bec0

@@ -89,9 +89,9 @@ def test_a_directory_without_weights_is_a_one_line_error(tmp_path, capsys):
 
 
 def test_the_shipped_reader_is_the_mean_the_makefile_names(tmp_path):
-    """The shipped reader is the 1:1 mean (`make average-adversarial`) of the reader shipped at PREVIOUS_COMMIT —
-    taken from git, byte for byte the first input its training.json names — and the adversarial lineage
-    (`make train-adversarial`, outside git; its SHA-256 is recorded)."""
+    """The shipped reader is the 1:1 mean (`make average-previous`) of the reader shipped at PREVIOUS_COMMIT —
+    taken from git, byte for byte the first input its training.json names — and its continuation (`make
+    train-structured`, outside git; its SHA-256 is recorded)."""
     import hashlib
     import re
     import subprocess
@@ -104,6 +104,8 @@ def test_the_shipped_reader_is_the_mean_the_makefile_names(tmp_path):
     info = json.loads((ROOT / "models" / "spanqa-reader-minilm-l6" / "training.json").read_text())
     first, second = info["average_of"]
     assert first["sha256"] == hashlib.sha256(shown.stdout).hexdigest() and first["weight"] == second["weight"] == 0.5
+    continuation = re.search(r"^CONTINUATION \?= (\S+)$", (ROOT / "Makefile").read_text(), re.M).group(1)
+    assert second["path"] == continuation and f"--out {continuation} " in second["command"]
     assert second["command"].startswith("python training/train_reader.py --init models/spanqa-reader-minilm-l6")
     assert "--more" in second["command"] and len(second["sha256"]) == 64
 
