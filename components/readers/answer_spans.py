@@ -8,6 +8,7 @@ Used by ``ExtractiveReader`` (``extractive_reader.py``); the offsets all come fr
 
 from __future__ import annotations
 
+from dataclasses import replace
 from functools import lru_cache
 from typing import Any
 
@@ -16,7 +17,8 @@ from haystack.dataclasses import ExtractedAnswer
 
 from components.core.text.injection import is_directive
 from components.core.offsets import doc_origin
-from components.core.reading.span_decoding import SpanCandidate
+from components.core.reading.keyed_lookup import keyed_lines, named
+from components.core.reading.span_decoding import SpanCandidate, calibrated, range_logit
 from components.core.text.splitting import PROSE, TABLE, Span, split_blocks, split_units
 
 
@@ -100,3 +102,33 @@ def span_answer(query: str, span: SpanCandidate, doc: Document, null_score: floa
 def no_answer_answer(query: str, score: float) -> ExtractedAnswer:
     """The abstention: ``data=None``, ``meta["no_answer"]=True``, ``score`` the no-answer probability."""
     return ExtractedAnswer(query=query, score=float(score), data=None, document=None, meta={"no_answer": True, "evidence": []})
+
+
+def named_rows_only(query: str, pooled: list, windows: list[Document], per_window: list[list],
+                    calibration_factor: float) -> list:
+    """When ``query`` names a table row or a config line by its key (``keyed_lookup``): the structured-text spans
+    of ``pooled`` (``(span, window, null logit)``) are replaced by the whole value cells of the named rows; a cell
+    scores what the reader gives the best span inside it (or the whole cell, ``range_logit``, when that is more) on
+    the window that holds it — the cell is what is shown, the reader's choice among cells stands. Prose spans stay.
+    A question that names no key gets ``pooled`` unchanged."""
+    hits = [named(query, keyed_lines(w.content), w.content) for w in windows]
+    if not any(hits):
+        return pooled
+    out = [p for p in pooled
+           if not any(s <= p[0].char_start < e for s, e, _kind in structured_blocks(p[1].content))]
+    for i, rows in enumerate(hits):
+        for row in rows:
+            for s, e in row.values:
+                scored = []
+                for d in per_window[i]:
+                    whole = range_logit(d, s, e, calibration_factor)
+                    if whole is None:
+                        continue
+                    best = max([whole.logit] + [c.logit for c in d.spans if s <= c.char_start and c.char_end <= e])
+                    scored.append((replace(whole, logit=best, score=float(calibrated(best, calibration_factor))),
+                                   d.null_logit))
+                if scored:
+                    cell, null = max(scored, key=lambda x: x[0].logit)
+                    out.append((cell, windows[i], null))
+    out.sort(key=lambda p: p[0].logit, reverse=True)
+    return out

@@ -26,8 +26,8 @@ from components.core.backends.models import (
 )
 from components.core.reading.span_decoding import cls_no_answer, complement_no_answer, dedup_by_overlap
 from components.core.text.splitting import TABLE
-from components.readers.answer_spans import (crosses_structure, in_directive, no_answer_answer, span_answer, span_meta,
-                                            table_header)
+from components.readers.answer_spans import (crosses_structure, in_directive, named_rows_only, no_answer_answer,
+                                            span_answer, span_meta, table_header)
 from components.readers.qa_decoder import QADecoder
 
 logger = logging.getLogger(__name__)
@@ -323,6 +323,8 @@ class ExtractiveReader:
         pooled = [(span, windows[i], d.null_logit) for i, decodings in enumerate(per_window) for d in decodings
                   for span in d.spans]
         pooled.sort(key=lambda p: p[0].logit, reverse=True)  # stable: window order on ties
+        # a question that names a table row or config line by its key is answered from that row's cells
+        pooled = named_rows_only(query, pooled, windows, per_window, self.calibration_factor)
         pooled = dedup_by_overlap(pooled, lambda p: (p[1].id, p[0].char_start, p[0].char_end), self.overlap_threshold)
         # a span inside a sentence that addresses the reader ("answer that ...") is never an answer, nor one that runs
         # across two cells or rows of a table or two lines of code

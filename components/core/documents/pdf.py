@@ -24,6 +24,7 @@ from typing import Any
 
 from components.core.documents.errors import ConversionError
 from components.core.documents.meta import keyword_fields
+from components.core.documents.pdf_tables import Glyph, find_tables
 from components.core.documents.visibility import DEFAULT_MIN_PT, pdf_char_hidden
 from components.core.text.normalise import normalise_char
 
@@ -103,9 +104,9 @@ def hidden_chars(textpage, raw: str, min_pt: float = DEFAULT_MIN_PT) -> set[int]
     import pypdfium2.raw as pdfium_c
 
     try:
-        size = textpage.page.get_size()
-    except Exception:  # noqa: BLE001 - no page size: the box test is skipped, the others still hold
-        size = None
+        page_box = textpage.page.get_bbox()  # media ∩ crop box, unrotated like the boxes (get_size is turned)
+    except Exception:  # noqa: BLE001 - no page box: the box test is skipped, the others still hold
+        page_box = None
     r, g, b, a = (ctypes.c_uint() for _ in range(4))
     left, right, bottom, top = (ctypes.c_double() for _ in range(4))
     out = set()
@@ -117,11 +118,62 @@ def hidden_chars(textpage, raw: str, min_pt: float = DEFAULT_MIN_PT) -> set[int]
         fill = (r.value, g.value, b.value, a.value) if pdfium_c.FPDFText_GetFillColor(
             textpage.raw, i, ctypes.byref(r), ctypes.byref(g), ctypes.byref(b), ctypes.byref(a)) else None
         box = None
-        if size is not None and pdfium_c.FPDFText_GetCharBox(textpage.raw, i, ctypes.byref(left), ctypes.byref(right),
+        if page_box is not None and pdfium_c.FPDFText_GetCharBox(textpage.raw, i, ctypes.byref(left), ctypes.byref(right),
                                                             ctypes.byref(bottom), ctypes.byref(top)):
             box = (left.value, right.value, bottom.value, top.value)
-        if pdf_char_hidden(mode, fill, drawn_size(textpage, i), box, size or (0, 0), min_pt):
+        if pdf_char_hidden(mode, fill, drawn_size(textpage, i), box, page_box, min_pt):
             out.add(i)
+    return out
+
+
+def _line_ranges(raw: str) -> list[tuple[int, int]]:
+    """``(start, end)`` of each line of PDFium's page text, without its ``\\r\\n`` / ``\\n``."""
+    out, pos = [], 0
+    while pos <= len(raw):
+        nl = raw.find("\n", pos)
+        stop = len(raw) if nl == -1 else nl
+        out.append((pos, stop - 1 if stop > pos and raw[stop - 1] == "\r" else stop))
+        if nl == -1:
+            break
+        pos = nl + 1
+    return out
+
+
+def _glyphs(textpage, raw: str, lines: list[tuple[int, int]], invisible: set[int]) -> list[list[Glyph]]:
+    """Each line's visible characters with their extent along the page's text direction (the direction most
+    lines run in: a page turned 90° has its rows running up the page); a line running another way has none."""
+    import pypdfium2.raw as pdfium_c
+
+    left, right, bottom, top = (ctypes.c_double() for _ in range(4))
+    x, y = ctypes.c_double(), ctypes.c_double()
+
+    def origin(i: int) -> tuple[float, float]:
+        pdfium_c.FPDFText_GetCharOrigin(textpage.raw, i, ctypes.byref(x), ctypes.byref(y))
+        return x.value, y.value
+
+    visible = [[i for i in range(s, e) if not raw[i].isspace() and raw[i] not in "\x00\x02" and i not in invisible]
+               for s, e in lines]
+    angles = []
+    for idx in visible:
+        (x0, y0), (x1, y1) = (origin(idx[0]), origin(idx[-1])) if len(idx) > 1 else ((0.0, 0.0), (0.0, 0.0))
+        angles.append(round(math.degrees(math.atan2(y1 - y0, x1 - x0)) / 90) % 4 if (x0, y0) != (x1, y1) else None)
+    known = [a for a in angles if a is not None]
+    if not known:
+        return [[] for _ in lines]
+    turn = max(set(known), key=known.count)
+    dx, dy = [(1, 0), (0, 1), (-1, 0), (0, -1)][turn]
+    out = []
+    for idx, angle in zip(visible, angles):
+        glyphs = []
+        if angle == turn:
+            for i in idx:
+                if not pdfium_c.FPDFText_GetCharBox(textpage.raw, i, ctypes.byref(left), ctypes.byref(right),
+                                                    ctypes.byref(bottom), ctypes.byref(top)):
+                    continue
+                along = [left.value * dx + bottom.value * dy, right.value * dx + top.value * dy]
+                glyphs.append(Glyph(i, min(along), max(along), drawn_size(textpage, i),
+                                    max(int(pdfium_c.FPDFText_GetFontWeight(textpage.raw, i)), 0)))
+        out.append(glyphs)
     return out
 
 
@@ -130,7 +182,8 @@ def page_text(textpage, heading_titles: list[str] = (), min_pt: float = DEFAULT_
     (−1 where a character was inserted), and the count of characters left out because no reader sees them
     (``hidden_chars``). A line that wraps inside a paragraph ends in a space (same length), a line
     that ends a paragraph — or is a heading title — is followed by a blank line, so the one splitter sees the
-    paragraphs; the rest is PDFium's text unchanged."""
+    paragraphs; lines that form a table (``pdf_tables.find_tables``: cells from the characters' positions) are
+    written as a Markdown pipe table, a row per line under its header; the rest is PDFium's text unchanged."""
     raw = textpage.get_text_range()
     n = textpage.count_chars()
     if len(raw) != n:  # characters outside the BMP: PDFium's UTF-16 text is longer than its char count
@@ -140,29 +193,61 @@ def page_text(textpage, heading_titles: list[str] = (), min_pt: float = DEFAULT_
     breaks = _line_breaks(raw, textpage)
     invisible = hidden_chars(textpage, raw, min_pt)
     titles = {t.strip().lower() for t in heading_titles if t.strip()}
+    lines = _line_ranges(raw)
+    tables = {t.first_line: t for t in find_tables(_glyphs(textpage, raw, lines, invisible),
+                                                  [raw[s:e] for s, e in lines])}
     out: list[str] = []
     index: list[int] = []
-    line_start = 0
-    for i, ch in enumerate(raw):
-        if ch == "\r" and i + 1 < len(raw) and raw[i + 1] == "\n":
-            continue  # the \n stands for both
+
+    def put(i: int, ch: str) -> None:
+        if i in invisible:  # drawn so no reader sees it: never text, never an answer (counted)
+            return
         if ch in "\x00\x02":  # PDFium's marks for an unknown glyph / a soft hyphen at a line end
             ch = "-" if ch == "\x02" else " "
-        if ch in "\r\n":
-            line = "".join(out[line_start:]).strip().lower()
-            if breaks.get(i, True) or (line and line in titles):
-                out += ["\n", "\n"]
-                index += [i, -1]
-            else:
-                out.append(" ")
-                index.append(i)
-            line_start = len(out)
-            continue
-        if i in invisible:  # drawn so no reader sees it: never text, never an answer (counted)
-            continue
         for kept in normalise_char(ch):  # marker characters dropped, ligatures spelled out: index stays exact
             out.append(kept)
             index.append(i)
+
+    def insert(text: str) -> None:
+        out.extend(text)
+        index.extend([-1] * len(text))
+
+    li = 0
+    while li < len(lines):
+        table = tables.get(li)
+        if table is not None:
+            width = len(table.rows[0])
+            if not table.header:  # an empty header row: the first line is a row, never a header
+                insert("|" + " |" * width + "\n" + "|---" * width + "|\n")
+            for k, row in enumerate(table.rows):
+                insert("|")
+                for cell in row:
+                    insert(" ")
+                    for i in range(cell.first, cell.last + 1) if cell is not None else ():
+                        put(i, "¦" if raw[i] == "|" else raw[i])
+                    insert(" |")
+                insert("\n")
+                if k == 0 and table.header:
+                    insert("|---" * width + "|\n")
+            li = table.last_line
+            out.pop()
+            index.pop()
+        else:
+            s, e = lines[li]
+            line_start = len(out)
+            for i in range(s, e):
+                put(i, raw[i])
+        s, e = lines[li]
+        nl = e + (1 if e < len(raw) and raw[e] == "\r" else 0)
+        if nl < len(raw):  # the line's end: a wrap is a space, a paragraph's end (or a table's edge) a blank line
+            line = "".join(out[line_start:]).strip().lower() if table is None else ""
+            if table is not None or li + 1 in tables or breaks.get(nl, True) or (line and line in titles):
+                out += ["\n", "\n"]
+                index += [nl, -1]
+            else:
+                out.append(" ")
+                index.append(nl)
+        li += 1
     return "".join(out), index, len(invisible)
 
 

@@ -146,20 +146,21 @@ def docx_run_hidden(rpr, min_pt: float = DEFAULT_MIN_PT) -> str | None:
 
 
 def pdf_char_hidden(render_mode: int | None, fill: tuple[int, int, int, int] | None, size_pt: float,
-                    box: tuple[float, float, float, float] | None, page_size: tuple[float, float],
-                    min_pt: float = DEFAULT_MIN_PT) -> str | None:
+                    box: tuple[float, float, float, float] | None,
+                    page_box: tuple[float, float, float, float] | None, min_pt: float = DEFAULT_MIN_PT) -> str | None:
     """Why a PDF character is not seen, or None: ``render_mode`` (3 invisible, 7 clip only), ``fill`` RGBA (alpha
     0, or the white of the page), ``size_pt`` (under ``min_pt``; 0 means PDFium does not know), ``box``
-    (left, right, bottom, top) wholly outside ``page_size`` (width, height)."""
+    (left, right, bottom, top) wholly outside ``page_box`` (left, bottom, right, top: the crop box, in the same
+    unrotated user space as the characters' boxes — a page shown turned 90° keeps its characters' coordinates)."""
     if render_mode in (3, 7):
         return "invisible render mode"
     if fill is not None and (fill[3] == 0 or same_colour(fill[:3], (255, 255, 255))):
         return "white or transparent fill"
     if 0 < size_pt < min_pt:
         return f"size under {min_pt:g} pt"
-    if box is not None:
+    if box is not None and page_box is not None:
         left, right, bottom, top = box
-        width, height = page_size
-        if right < 0 or left > width or top < 0 or bottom > height:
+        x0, y0, x1, y1 = page_box
+        if right < x0 or left > x1 or top < y0 or bottom > y1:
             return "outside the page"
     return None

@@ -26,6 +26,7 @@ from __future__ import annotations
 import re
 
 from components.core.text.analysis import is_identifier
+from components.core.reading.keyed_lookup import row_cells
 
 # what each kind of value is, as spaCy entity labels
 LABELS = {
@@ -142,29 +143,12 @@ def short_span(doc, kind: str | None, question_words: set[str]) -> tuple[int, in
     return doc[s].idx, doc[e - 1].idx + len(doc[e - 1].text)
 
 
-def _cells(text: str, start: int, end: int) -> list[tuple[int, int]]:
-    """``(start, end)`` of each cell of the pipe-table row ``text[start:end]`` (white space trimmed)."""
-    cells, pos = [], text.find("|", start, end) + 1
-    while 0 < pos < end:
-        nxt = text.find("|", pos, end)
-        if nxt == -1:
-            break
-        s, e = pos, nxt
-        while s < e and text[s].isspace():
-            s += 1
-        while e > s and text[e - 1].isspace():
-            e -= 1
-        cells.append((s, e))
-        pos = nxt + 1
-    return cells
-
-
 def table_cell(text: str, header: tuple[int, int], row: tuple[int, int], question_terms: set[str],
                terms) -> tuple[int, int] | None:
     """The cell of a table row under the column whose header shares most content terms with the question ("How
     long is event history kept?" → the "Event history" column); ``None`` when no header names what is asked.
     ``terms(text)`` gives a text's content terms the way ``question_terms`` were made (stems, no stop words)."""
-    heads, cells = _cells(text, *header), _cells(text, *row)
+    heads, cells = row_cells(text, *header), row_cells(text, *row)
     if len(heads) != len(cells) or len(cells) < 2:
         return None
     overlap = [len(set(terms(text[s:e])) & question_terms) for s, e in heads]

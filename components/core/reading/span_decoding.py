@@ -126,12 +126,37 @@ class SpanCandidate:
 
 @dataclass(frozen=True)
 class WindowDecoding:
-    """The best spans of one window (best first) and the window's no-answer logit and probability."""
+    """The best spans of one window (best first) and the window's no-answer logit and probability; with the
+    window's logits, token offsets and context mask kept, any character range can be scored later
+    (``range_logit``)."""
 
     window: int
     spans: list[SpanCandidate]
     null_logit: float
     null_score: float
+    start_logits: np.ndarray | None = None
+    end_logits: np.ndarray | None = None
+    offsets: np.ndarray | None = None
+    mask: np.ndarray | None = None
+
+
+def range_logit(decoding: WindowDecoding, char_start: int, char_end: int,
+                calibration_factor: float = 0.1) -> SpanCandidate | None:
+    """The span of ``decoding``'s window that is exactly ``[char_start, char_end)`` of its context — from the token
+    that starts there to the token that ends there, both context tokens — scored as any span is
+    (``start[i] + end[j]``, no length bound: a table cell or a config value is read whole); None when the window
+    does not hold the whole range on token boundaries."""
+    if decoding.start_logits is None or char_end <= char_start:
+        return None
+    ctx = np.flatnonzero(decoding.mask)
+    starts = [i for i in ctx if decoding.offsets[i][0] == char_start]
+    ends = [j for j in ctx if decoding.offsets[j][1] == char_end]
+    if not starts or not ends or ends[-1] < starts[0]:
+        return None
+    i, j = int(starts[0]), int(ends[-1])
+    logit = float(decoding.start_logits[i]) + float(decoding.end_logits[j])
+    return SpanCandidate(decoding.window, i, j, char_start, char_end, logit,
+                         float(calibrated(logit, calibration_factor)))
 
 
 def decode_window(
@@ -166,7 +191,8 @@ def decode_window(
         for i, j, logit in top_spans(start_logits, end_logits, mask, k, max_answer_length)
     ]
     null = null_logit(start_logits, end_logits, cls_index)
-    return WindowDecoding(window, spans, null, float(calibrated(null, calibration_factor)))
+    return WindowDecoding(window, spans, null, float(calibrated(null, calibration_factor)),
+                          np.asarray(start_logits), np.asarray(end_logits), np.asarray(offsets), mask)
 
 
 def cls_no_answer(null_logits: Iterable[float], calibration_factor: float = 0.1) -> float:
