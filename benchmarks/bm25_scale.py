@@ -13,7 +13,10 @@ Queries: SQuAD 1.1 training questions and CISI queries, analysed as the retrieve
 
 The embedded server keeps its data in ``.spanqa/bench-pg`` (or SPANQA_PG_DSN), so a second run measures without
 rebuilding. Reported: build time and size, p50/p95 of the top 10 over all chunks and under a filter that keeps
-half of them, postings per query, and the load average.
+half of them, postings per query, and the load average — for the SQL statement and, side by side on the same
+queries, the in-process postings mirror (``bm25_engine: mirror``: BM25S-style eager scoring over a copy of the
+postings, Lù 2024): its build time and memory, its p50/p95, and the share of queries whose top 10 (ids in order)
+equals the SQL statement's.
 """
 
 from __future__ import annotations
@@ -157,6 +160,33 @@ def measure(store: PgSpanStore, qs: list[list[str]], k: int, selection: Selectio
             "postings_per_query": {"p50": int(pct(postings, 0.5)), "p95": int(pct(postings, 0.95))}}
 
 
+def mirror_side(sql_store: PgSpanStore, store: PgSpanStore, qs: list[list[str]], k: int, conn, t: Tables) -> dict:
+    """The mirror built (and its memory), timed on ``qs``, and its top ``k`` compared with the SQL statement's."""
+    import resource
+
+    rss_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    version = pg_schema.version(conn, t)
+    store.mirror.at(version, store._mirror_connection, t)
+    mirror = store.mirror.wait()
+    if mirror is None:
+        raise SystemExit(f"bm25_scale: the mirror was not built: {store.mirror.error}")
+    ix = mirror.index
+    arrays_mb = sum(a.nbytes for a in (ix.indptr, ix.doc_ids, ix.tfs, ix.doc_len)) / 2**20
+    out = measure(store, qs, k, Selection(), conn, t)
+    params, same, same_set, max_diff = BM25Params(), 0, 0, 0.0
+    for tokens in qs:
+        a = sql_store.bm25_search(tokens, k, Selection(), params)
+        b = store.bm25_search(tokens, k, Selection(), params)
+        same += [d.id for d, _ in a] == [d.id for d, _ in b]
+        same_set += {d.id for d, _ in a} == {d.id for d, _ in b}
+        max_diff = max([max_diff] + [abs(x - y) for (_, x), (_, y) in zip(a, b)])
+    out.update(build_seconds=round(mirror.seconds, 1), arrays_mb=round(arrays_mb),
+               peak_rss_mb=round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024),
+               peak_rss_mb_before=round(rss_before), top10_identical=round(same / len(qs), 4),
+               top10_same_set=round(same_set / len(qs), 4), max_score_difference=max_diff)
+    return out
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--chunks", type=int, default=1_000_000)
@@ -178,13 +208,18 @@ def main(argv=None) -> int:
                                            (t.prefix + "%",)).fetchone()[0] / 2**20)
     from haystack.utils import Secret
 
-    store = PgSpanStore(data_dir=str(ROOT / "data" / "kb"), dsn=Secret.from_token(dsn), table_prefix=t.prefix,
-                        progress=False)
-    store._opened = True  # the tables were written above, not synced from a folder
+    def opened(engine: str) -> PgSpanStore:
+        store = PgSpanStore(data_dir=str(ROOT / "data" / "kb"), dsn=Secret.from_token(dsn), table_prefix=t.prefix,
+                            progress=False, bm25_engine=engine)
+        store._opened = True  # the tables were written above, not synced from a folder
+        return store
+
+    store = opened("sql")
     qs = queries(args.queries, analyzer)
     report["all_chunks"] = measure(store, qs, args.k, Selection(), conn, t)
     report["filtered_half"] = measure(store, qs[: len(qs) // 3], args.k,
                                       Selection(filters={"field": "meta.group", "operator": "==", "value": "a"}), conn, t)
+    report["mirror"] = mirror_side(store, opened("mirror"), qs, args.k, conn, t)
     conn.close()
     if not args.json:
         build_note = report.get("build")
@@ -193,8 +228,13 @@ def main(argv=None) -> int:
               + ")")
         for part in ("all_chunks", "filtered_half"):
             r = report[part]
-            print(f"  {part}: {r['queries']} queries | p50 {r['ms']['p50']} ms p95 {r['ms']['p95']} ms | postings "
+            print(f"  SQL {part}: {r['queries']} queries | p50 {r['ms']['p50']} ms p95 {r['ms']['p95']} ms | postings "
                   f"of the query terms p50 {r['postings_per_query']['p50']:,} p95 {r['postings_per_query']['p95']:,}")
+        m = report["mirror"]
+        print(f"  mirror all_chunks: built in {m['build_seconds']} s ({m['arrays_mb']:,} MB of arrays, peak RSS "
+              f"{m['peak_rss_mb']:,} MB) | p50 {m['ms']['p50']} ms p95 {m['ms']['p95']} ms | top {args.k} identical "
+              f"to SQL on {m['top10_identical']:.2%} of queries (same set {m['top10_same_set']:.2%}, largest score "
+              f"difference {m['max_score_difference']:.1e})")
     return finish(report, args.json)
 
 

@@ -73,9 +73,9 @@ def okapi_idf(doc_freq: np.ndarray, n_docs: int, epsilon: float) -> np.ndarray:
 class BM25Okapi:
     """Query-time BM25 Okapi scorer over an ``InvertedIndex``.
 
-    >>> index = InvertedIndex.build([["a", "b"], ["b", "c", "c"]])
+    >>> index = InvertedIndex.build([["a", "b"], ["b", "c", "c"], ["a", "d"]])
     >>> BM25Okapi(index).scores(["c"]).round(3).tolist()
-    [0.0, 0.159]
+    [0.0, 0.668, 0.0]
     """
 
     def __init__(self, index: InvertedIndex, k1: float = 1.5, b: float = 0.75, epsilon: float = 0.25):
@@ -114,3 +114,35 @@ def top_k(scores: np.ndarray, k: int, mask: np.ndarray | None = None) -> np.ndar
         keep = np.arange(len(candidates))
     order = np.lexsort((candidates[keep], -sub[keep]))[:k]
     return candidates[keep][order]
+
+
+def okapi_given(index: InvertedIndex, query_tokens: list[str], n_docs: float, avgdl: float, floor: float,
+                k1: float, b: float, dfs: dict[str, int] | None = None) -> np.ndarray:
+    """BM25 Okapi of every row of ``index`` with the corpus statistics given rather than the index's own: ``n_docs``,
+    ``avgdl``, the idf ``floor`` (epsilon x mean idf) and, for a shard of a cluster, the whole corpus's document
+    frequencies ``dfs`` — what PostgreSQL's BM25 statement computes, in its order of operations
+    (``idf · tf·(k1+1) / (tf + k1·(1-b) + (k1·b/avgdl)·dl)``, a repeated query term weighted by its count), so
+    PgSpanStore's in-process postings give its SQL scores.
+
+    >>> index = InvertedIndex.build([["a", "b"], ["b", "c", "c"], ["a", "d"]])
+    >>> okapi_given(index, ["c"], 3, 7 / 3, 0.0, 1.5, 0.75).round(3).tolist()
+    [0.0, 0.668, 0.0]
+    """
+    counts = Counter(query_tokens)
+    terms, weights = [], []
+    for term, n in counts.items():
+        t = index.vocab.get(term)
+        if t is None:
+            continue
+        df = float(dfs[term]) if dfs is not None and term in dfs else float(index.indptr[t + 1] - index.indptr[t])
+        idf = np.log(n_docs - df + 0.5) - np.log(df + 0.5)
+        terms.append(t)
+        weights.append(n * (floor if idf < 0 else idf))
+    if not terms:
+        return np.zeros(index.n_docs, dtype=np.float64)
+    sizes = np.diff(index.indptr)[terms]
+    pos = np.concatenate([np.arange(index.indptr[t], index.indptr[t + 1]) for t in terms])
+    rows, tf = index.doc_ids[pos], index.tfs[pos].astype(np.float64)
+    c1, c2, c3 = k1 + 1, k1 * (1 - b), k1 * b / avgdl
+    contrib = np.repeat(np.asarray(weights, dtype=np.float64), sizes) * (tf * c1 / (tf + c2 + c3 * index.doc_len[rows]))
+    return np.bincount(rows, weights=contrib, minlength=index.n_docs)

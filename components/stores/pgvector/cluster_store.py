@@ -94,12 +94,12 @@ class PgClusterStore(StoreBase):
     def __init__(self, data_dir: str = "data/kb", cluster_dir: str = ".spanqa/cluster",
                  shards: list[dict] | None = None, table_prefix: str | None = None, search_strategy: str = "hnsw",
                  ef_search: int = 100, hnsw_m: int = 16, hnsw_ef_construction: int = 64, recreate: bool = False,
-                 **settings: Any):
+                 bm25_engine: str = "mirror", **settings: Any):
         self._init_settings({"data_dir": data_dir, **settings})
         self._raw_settings = settings
         self.cluster_dir, self.shard_dsns, self.table_prefix = cluster_dir, shards, table_prefix
         self.store_params = dict(search_strategy=search_strategy, ef_search=ef_search, hnsw_m=hnsw_m,
-                                 hnsw_ef_construction=hnsw_ef_construction, recreate=recreate)
+                                 hnsw_ef_construction=hnsw_ef_construction, recreate=recreate, bm25_engine=bm25_engine)
         self._primaries: list[PgSpanStore] | None = None
         self._replicas: list[list[PgSpanStore]] = []
         self._order: dict[str, int] = {}

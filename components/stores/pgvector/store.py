@@ -23,6 +23,7 @@ from components.stores.base import BM25Params, Selection, StoreBase, SupersededR
 from components.stores.pgvector.schema import Tables, q
 
 SEARCH_STRATEGIES = ("exact", "hnsw")
+BM25_ENGINES = ("mirror", "sql")
 _SYNCED: dict[tuple, dict] = {}  # (server, prefix, data, settings) → the sync done in this process
 _SYNC_LOCK = threading.RLock()
 
@@ -63,6 +64,7 @@ class PgSpanStore(StoreBase):
         hnsw_m: int = 16,
         hnsw_ef_construction: int = 64,
         recreate: bool = False,
+        bm25_engine: str = "mirror",
         **settings: Any,
     ):
         """``data_dir`` and the other shared settings (embedding model, splitter, analyzer, load limits) are
@@ -70,6 +72,7 @@ class PgSpanStore(StoreBase):
         listing them."""
         self._init_settings({"data_dir": data_dir, **settings})
         check_choice("PgSpanStore", "search_strategy", search_strategy, SEARCH_STRATEGIES)
+        check_choice("PgSpanStore", "bm25_engine", bm25_engine, BM25_ENGINES)
         for key, value in (("ef_search", ef_search), ("hnsw_m", hnsw_m), ("hnsw_ef_construction", hnsw_ef_construction)):
             check_positive_int("PgSpanStore", key, value)
         self.dsn = dsn if dsn is not None else Secret.from_env_var("SPANQA_PG_DSN", strict=False)
@@ -77,6 +80,8 @@ class PgSpanStore(StoreBase):
         self.tables = Tables(table_prefix or default_prefix(data_dir))
         self.search_strategy, self.ef_search = search_strategy, ef_search
         self.hnsw_m, self.hnsw_ef_construction, self.recreate = hnsw_m, hnsw_ef_construction, recreate
+        self.bm25_engine = bm25_engine
+        self.mirror = pg_bm25.MirrorHolder()  # BM25 over the postings in process, per index version
         self._local = threading.local()
         self._conninfo: str | None = None
         self._embedded = False
@@ -96,7 +101,8 @@ class PgSpanStore(StoreBase):
         return default_to_dict(
             self, data_dir=params.pop("data_dir"), dsn=self.dsn.to_dict(), table_prefix=self.table_prefix,
             embedded_dir=self.embedded_dir, search_strategy=self.search_strategy, ef_search=self.ef_search,
-            hnsw_m=self.hnsw_m, hnsw_ef_construction=self.hnsw_ef_construction, recreate=self.recreate, **params)
+            hnsw_m=self.hnsw_m, hnsw_ef_construction=self.hnsw_ef_construction, recreate=self.recreate,
+            bm25_engine=self.bm25_engine, **params)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> PgSpanStore:
@@ -223,12 +229,23 @@ class PgSpanStore(StoreBase):
 
     def bm25_search(self, tokens: list[str], k: int, selection: Selection,
                     params: BM25Params = BM25Params()) -> list[tuple[Document, float]]:
-        """Top ``k`` chunks by BM25 Okapi computed in SQL (filters are predicates of the same statement)."""
+        """Top ``k`` chunks by BM25 Okapi: over the in-process mirror of the postings when it holds the index version
+        this search reads and no metadata filter is set (``bm25_engine: mirror``, BM25S-style eager scoring), else
+        computed in SQL (filters are predicates of the same statement). Both give the same scores and order."""
         from psycopg import sql
 
         self.open()
         if not tokens:
             return []
+        if self.bm25_engine == "mirror" and not selection.filters:
+            corpus = self._corpus_stats(params.epsilon)  # reads the version (self._version) these numbers are of
+            mirror = self.mirror.at(self._version, self._mirror_connection, self.tables)
+            if mirror is not None:
+                hits = mirror.search(tokens, k, corpus, params, self._query_dfs(tokens), selection.exclude,
+                                     selection.only)
+                found = self._chunks([cid for cid, _ in hits], [score for _, score in hits])
+                if found is not None:  # else a write replaced a chunk since: the statement reads one snapshot
+                    return found
         for ties in (False, True):
             ctes, args, names, _, _ = self._bm25_statement(tokens, k, selection, params, ties)
             rows = self._conn().execute(ctes + sql.SQL(pg_bm25.BM25_SELECT).format(**names), args,
@@ -236,6 +253,17 @@ class PgSpanStore(StoreBase):
             if ties or not pg_bm25.cut_ties(rows, k, 4, 5):
                 break
         return [(self._document(r[0], r[1], r[2], r[3]), float(r[4])) for r in rows]
+
+    def _mirror_connection(self):
+        return pg_server.connect(self.server_dsn, options=self._session_options())
+
+    def _chunks(self, ids: list[str], scores: list[float]) -> list[tuple[Document, float]] | None:
+        """The chunks ``ids`` as documents, in that order, with ``scores`` (None if one is gone)."""
+        rows = {r[0]: r for r in self._conn().execute(q("SELECT id, content, meta, embedding FROM {chunks} "
+                                                        "WHERE id = ANY(%s)", self.tables), (ids,), binary=True)}
+        if len(rows) < len(set(ids)):
+            return None
+        return [(self._document(*rows[cid]), score) for cid, score in zip(ids, scores)]
 
     def hybrid_search(self, tokens: list[str], query: str, k: int, selection: Selection, params: BM25Params,
                       rrf_k: float = 60, weights: dict[str, float] | None = None):

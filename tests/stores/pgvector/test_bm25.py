@@ -1,8 +1,10 @@
 """BM25 top k in SQL against the in-memory store (the oracle, itself tested against rank_bm25): the same chunks
 in the same order for small and large k, with and without a filter, when equal scores straddle the k-th place
-(the statement then reruns keeping every tie) and when they do not."""
+(the statement then reruns keeping every tie) and when they do not; and the same of the in-process postings mirror,
+which answers only at the index version it holds."""
 
 import random
+import shutil
 
 import pytest
 
@@ -42,7 +44,8 @@ def test_bm25_top_k_equals_the_memory_store(pg_dsn, zipf_corpus, prefix, tmp_pat
     reruns = []
     cut = pg_bm25.cut_ties
     monkeypatch.setattr(pg_bm25, "cut_ties", lambda *a: reruns.append(cut(*a)) or reruns[-1])
-    store = PgSpanStore(data_dir=str(zipf_corpus), table_prefix=prefix, search_strategy="exact", progress=False)
+    store = PgSpanStore(data_dir=str(zipf_corpus), table_prefix=prefix, search_strategy="exact", progress=False,
+                        bm25_engine="sql")
     mem = SpanStore(data_dir=str(zipf_corpus), cache_dir=str(tmp_path / "cache"), progress=False)
     group_a = Selection(filters={"field": "meta.group", "operator": "==", "value": "a"})
     params = BM25Params(k1=1.2, b=0.6, epsilon=0.3)
@@ -66,3 +69,42 @@ def test_cut_ties_reads_the_k_plus_first_score():
     tied = [("a", 3.0, 3, 2.0), ("b", 2.0, 3, 2.0)]
     assert pg_bm25.cut_ties(tied, 2, 1, 2) is True  # the 3rd equals the 2nd: rerun keeping ties
     assert pg_bm25.cut_ties(tied[:1], 2, 1, 2) is False  # fewer than k chunks scored at all
+
+
+def test_the_postings_mirror_equals_the_memory_store_and_answers_only_at_its_version(pg_dsn, zipf_corpus, prefix,
+                                                                                   tmp_path, monkeypatch):
+    kb = tmp_path / "kb"
+    shutil.copytree(zipf_corpus, kb)
+    store = PgSpanStore(data_dir=str(kb), table_prefix=prefix, search_strategy="exact", progress=False)
+    mem = SpanStore(data_dir=str(kb), cache_dir=str(tmp_path / "cache"), progress=False)
+    version = store.open()
+    params = BM25Params(k1=1.2, b=0.6, epsilon=0.3)
+    assert store.mirror.at(version, store._mirror_connection, store.tables) is None  # not built yet: it starts
+    mirror = store.mirror.wait(120)
+    assert mirror is not None and mirror.version == version and store.mirror.error is None
+    assert mirror.index.n_docs == mem.open().n_chunks
+    statements = []
+    real = pg_bm25.statement
+    monkeypatch.setattr(pg_bm25, "statement", lambda *a, **kw: statements.append(a) or real(*a, **kw))
+    ids = [f"d{i:04d}.md" for i in range(0, 420, 3)]
+    selections = [Selection(), Selection(exclude=frozenset(ids)), Selection(only=frozenset(ids))]
+    for tokens in queries():
+        for k in (1, 3, 10, 50):
+            for selection in selections:
+                got = store.bm25_search(tokens, k, selection, params)
+                want = mem.bm25_search(tokens, k, selection, params)
+                assert [d.id for d, _ in got] == [d.id for d, _ in want], (tokens, k, selection)
+                assert all(abs(a - b) < 1e-9 for (_, a), (_, b) in zip(got, want))
+                assert all(d.content == w.content and d.meta == w.meta for (d, _), (w, _) in zip(got, want))
+    assert statements == []  # every search above was the mirror's
+    group_a = Selection(filters={"field": "meta.group", "operator": "==", "value": "a"})
+    store.bm25_search(queries()[0], 5, group_a, params)
+    assert len(statements) == 1  # a metadata filter is SQL's
+    (kb / "zz-new.md").write_text("w000 w001 zzznew zzznew.\n", encoding="utf-8")
+    assert store.open(refresh=True) == version + 1
+    statements.clear()
+    first = store.bm25_search(["zzznew"], 3, Selection(), params)
+    assert [d.meta["doc_id"] for d, _ in first] == ["zz-new.md"] and len(statements) == 1  # SQL: the mirror is old
+    assert store.mirror.wait(120).version == version + 1
+    again = store.bm25_search(["zzznew"], 3, Selection(), params)
+    assert [(d.id, s) for d, s in again] == [(d.id, s) for d, s in first] and len(statements) == 1  # the new mirror
