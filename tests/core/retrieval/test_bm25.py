@@ -48,3 +48,26 @@ def test_top_k_ties_break_by_lower_index_and_respect_mask():
     mask = np.array([True, False, False, True, True])
     assert top_k(scores, 2, mask).tolist() == [4, 3]
     assert top_k(scores, 3, np.zeros(5, bool)).tolist() == []
+
+
+@pytest.mark.parametrize("params", [dict(k1=1.5, b=0.75, epsilon=0.25), dict(k1=1.2, b=0.5, epsilon=0.1)])
+def test_scores_with_given_statistics_equal_rank_bm25_and_take_a_clusters_dfs(tokens, params):
+    """``okapi_given`` (the PostgreSQL store's in-process mirror) with the corpus's own statistics gives rank_bm25's
+    scores; with another corpus's (a shard scored with the whole cluster's N, avgdl, floor and dfs) it gives that
+    corpus's scores for its own rows."""
+    from components.core.retrieval.bm25 import okapi_given
+
+    corpus, analyzer = tokens
+    k1, b, eps = params["k1"], params["b"], params["epsilon"]
+    whole = InvertedIndex.build(corpus)
+    idf = np.log(whole.n_docs - whole.doc_freq() + 0.5) - np.log(whole.doc_freq() + 0.5)
+    floor = eps * float(idf.mean())
+    oracle = RankBM25(corpus, **params)
+    for q in ["annual plan refund", "ERR-4012", "hub bulbs bulbs", "plan", "nothing matches zzz"]:
+        qt = analyzer(q)
+        got = okapi_given(whole, qt, whole.n_docs, whole.doc_len.mean(), floor, k1, b)
+        np.testing.assert_allclose(got, oracle.get_scores(qt), rtol=0, atol=1e-12)
+        shard = InvertedIndex.build(corpus[3:])  # the last three documents alone, scored as part of the whole
+        dfs = {t: int(whole.doc_freq()[whole.vocab[t]]) for t in qt if t in whole.vocab}
+        part = okapi_given(shard, qt, whole.n_docs, whole.doc_len.mean(), floor, k1, b, dfs)
+        np.testing.assert_allclose(part, oracle.get_scores(qt)[3:], rtol=0, atol=1e-12)
