@@ -165,14 +165,14 @@ VERIFIER_MINUTES ?= 40
 train-verifier: setup
 	$(BIN)/python training/train_verifier.py --minutes $(VERIFIER_MINUTES) --eval-every 6000
 
-# the verifier continued on the shipped reader's candidates with structured-text blocks beside the articles (the
-# held-out structured sources judged with the held-out articles); writes .spanqa/training/verifier2-out
+# the shipped verifier continued on the shipped reader's candidates with structured-text blocks beside the articles
+# (the held-out structured sources judged with the held-out articles); writes .spanqa/training/verifier3-out
 train-verifier-structured: setup
 	$(BIN)/python training/structured_data.py --split train --out .spanqa/training/structured-train.json
 	$(BIN)/python training/structured_data.py --split heldout --out .spanqa/training/structured-heldout.json
 	$(BIN)/python training/train_verifier.py --init models/spanqa-verifier-minilm-l6 --lr 3e-5 --minutes 20 \
 		--structured .spanqa/training/structured-train.json --structured-heldout .spanqa/training/structured-heldout.json \
-		--eval-every 6000 --work .spanqa/training/verifier2 --out .spanqa/training/verifier2-out
+		--eval-every 6000 --work .spanqa/training/verifier3 --out .spanqa/training/verifier3-out
 
 # the held-out articles as one SQuAD file — the held-out training articles (1,731 questions; HELDOUT_QUESTIONS=N: a
 # stratified N of them) and the 6 held-out squad2-more articles (2,032, adversarial unanswerable; MORE_QUESTIONS=N)
