@@ -6,6 +6,12 @@ footers, scripts and styles. The body it extracts (``<head rend="h2">``, ``<p>``
 ``<table>``/``<row>``/``<cell>``, ``<code>``) is written here as Markdown-shaped canonical text — heading lines, pipe-table rows, fenced code — so the
 one splitter reads it exactly as it reads a Markdown file (trafilatura's own Markdown output adds ``**bold**``
 markers that would end up inside spans).
+
+A page with no boilerplate in its markup — no ``nav``, ``header``, ``footer``, ``aside`` or ``menu`` element and no
+navigation, banner or footer landmark role (a man page or a documentation fragment converted to HTML) — is all main
+content: its whole body is written the same way by ``whole_body_markdown``, because trafilatura's heuristics, whose
+job is to drop boilerplate, drop such a page's headings and its text outside ``<p>`` (a man page lost its NAME,
+DESCRIPTION and first paragraph).
 """
 
 from __future__ import annotations
@@ -128,6 +134,84 @@ def body_to_markdown(body) -> str:
     return "\n\n".join(blocks) + ("\n" if blocks else "")
 
 
+_BOILERPLATE = ("nav", "header", "footer", "aside", "menu")
+_LANDMARKS = '//*[@role="navigation" or @role="banner" or @role="contentinfo" or @role="complementary"]'
+_SKIP = {"script", "style", "noscript", "template", "head", "title", "iframe", "object", "svg", "button", "select"}
+_BLOCK = {"p", "div", "blockquote", "section", "article", "main", "body", "center", "form", "dd", "dt", "dl",
+          "figure", "figcaption", "address", "details", "summary", "fieldset", "hr", "br"}
+
+
+def has_boilerplate(tree) -> bool:
+    """Whether the page marks navigation, headers or footers (then trafilatura picks its main content)."""
+    return next(tree.iter(*_BOILERPLATE), None) is not None or bool(tree.xpath(_LANDMARKS))
+
+
+def whole_body_markdown(body) -> str:
+    """A whole ``<body>`` → Markdown-shaped text: ``h1``–``h6`` headings, paragraphs (text in and between block
+    elements), ``- `` list items, pipe tables (the first row is the header), fenced ``pre`` blocks."""
+    blocks: list[str] = []
+    inline: list[str] = []
+
+    def flush() -> None:
+        text = " ".join("".join(inline).split())
+        inline.clear()
+        if text:
+            blocks.append(text)
+
+    def walk(el) -> None:
+        tag = el.tag.lower() if isinstance(el.tag, str) else ""
+        if not tag or tag in _SKIP:
+            return
+        if re.fullmatch(r"h[1-6]", tag):
+            flush()
+            if _flat(el):
+                blocks.append("#" * int(tag[1]) + " " + _flat(el))
+        elif tag == "table":
+            flush()
+            rows = [r for r in ([_flat(c) for c in tr if isinstance(c.tag, str) and c.tag.lower() in ("td", "th")]
+                                for tr in el.iter("tr")) if any(r)]
+            if rows:
+                blocks.append(pipe_table(rows))
+        elif tag in ("ul", "ol"):
+            flush()
+            items: list[str] = []
+            for li in el.iter("li"):
+                if next(li.iter("table", "pre"), None) is not None:  # an item holding a table or code: its blocks
+                    if items:
+                        blocks.append("\n".join("- " + i for i in items))
+                        items = []
+                    inline.append("- ")
+                    walk_children(li)
+                    flush()
+                elif _flat(li) and not any(a.tag == "li" for a in li.iterancestors() if a is not el
+                                           and el in a.iterancestors()):
+                    items.append(_flat(li))
+            if items:
+                blocks.append("\n".join("- " + i for i in items))
+        elif tag == "pre":
+            flush()
+            code = "".join(el.itertext()).strip("\n")
+            if code.strip():
+                blocks.append("```\n" + _TRAILING.sub("", code) + "\n```")
+        else:
+            block = tag in _BLOCK
+            if block:
+                flush()
+            walk_children(el)
+            if block:
+                flush()
+
+    def walk_children(el) -> None:
+        inline.append(el.text or "")
+        for child in el:
+            walk(child)
+            inline.append(child.tail or "")
+
+    walk(body)
+    flush()
+    return "\n\n".join(blocks) + ("\n" if blocks else "")
+
+
 def read_html(path: Path, max_bytes: int, min_pt: float = DEFAULT_MIN_PT) -> tuple[str, dict[str, Any], int]:
     """``(canonical text, meta, hidden characters left out)`` of an HTML file, or ``ConversionError``."""
     import trafilatura
@@ -148,11 +232,14 @@ def read_html(path: Path, max_bytes: int, min_pt: float = DEFAULT_MIN_PT) -> tup
         raise ConversionError(f"not a readable HTML page ({exc})") from None
     meta = _meta_tags(tree)  # before trafilatura prunes the tree
     hidden = prune_hidden(tree, min_pt)  # what a reader does not see is never text (nor an answer)
-    extracted = trafilatura.bare_extraction(tree, include_tables=True, include_formatting=False,
-                                            include_comments=False, include_links=False, include_images=False,
-                                            favor_recall=True, deduplicate=False, with_metadata=False)
-    body = getattr(extracted, "body", None)
-    text = body_to_markdown(body) if body is not None else ""
+    if not has_boilerplate(tree) and tree.find("body") is not None:
+        text = whole_body_markdown(tree.find("body"))
+    else:
+        extracted = trafilatura.bare_extraction(tree, include_tables=True, include_formatting=False,
+                                                include_comments=False, include_links=False, include_images=False,
+                                                favor_recall=True, deduplicate=False, with_metadata=False)
+        body = getattr(extracted, "body", None)
+        text = body_to_markdown(body) if body is not None else ""
     if not text.strip():
         raise ConversionError("no main content found in the page (navigation, scripts or an empty body only)"
                               + (f"; {hidden:,} characters of hidden text left out" if hidden else ""))

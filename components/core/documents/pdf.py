@@ -224,7 +224,7 @@ def page_text(textpage, heading_titles: list[str] = (), min_pt: float = DEFAULT_
                 for cell in row:
                     insert(" ")
                     for i in range(cell.first, cell.last + 1) if cell is not None else ():
-                        put(i, "¦" if raw[i] == "|" else raw[i])
+                        put(i, "/" if raw[i] == "|" else raw[i])  # as pipe_table writes it
                     insert(" |")
                 insert("\n")
                 if k == 0 and table.header:

@@ -16,6 +16,7 @@ from benchmarks.make_documents import (
     write_scanned_pdf,
     write_zip_bomb_docx,
 )
+from components.core.documents.convert import convert_file
 from components.core.documents.layout import chunk_location, heading_path, locate, situating_note
 from components.core.retrieval.index import IndexSettings, split_document
 from components.core.retrieval.loaders import LoadLimits, load_folder
@@ -204,3 +205,44 @@ def test_an_xhtml_page_with_an_xml_declaration_is_read(tmp_path):
                     "default, and each client may open 8 channels.</p></body></html>", encoding="utf-8")
     doc = convert_file(page, "manual.html", LoadLimits())
     assert "at most 150 clients at a time" in doc.text
+
+
+MAN_PAGE = """<HTML><HEAD><TITLE>TOOL man page</TITLE><STYLE>p {color: black}</STYLE></HEAD><BODY>
+<H2>NAME</H2>
+tool - a command-line tool
+<H2>DESCRIPTION</H2>
+<B>tool</B>
+is the stand-alone tool.
+It reads
+<I>files</I>
+in order.
+<P>
+The index of the last argument is stored in <B>arg.n</B>.
+<UL><LI>first item</LI><LI>second item with a table
+<TABLE><TR><TH>os</TH><TH>arch</TH></TR><TR><TD>linux</TD><TD>arm64</TD></TR></TABLE></LI></UL>
+<PRE>tool -v
+tool -x file</PRE>
+<SCRIPT>track()</SCRIPT>
+</BODY></HTML>"""
+
+
+def test_a_page_without_boilerplate_is_all_main_content_headings_and_loose_text_kept(tmp_path):
+    """A man page converted to HTML marks no navigation, header or footer: its whole body is read — trafilatura,
+    whose job is to drop boilerplate, dropped its headings and its text outside <p>; a table inside a list item
+    stays a table."""
+    path = tmp_path / "tool.html"
+    path.write_text(MAN_PAGE)
+    doc = convert_file(path, "tool.html", LoadLimits())
+    assert doc.text == ("## NAME\n\ntool - a command-line tool\n\n## DESCRIPTION\n\ntool is the stand-alone tool. It reads "
+                        "files in order.\n\nThe index of the last argument is stored in arg.n.\n\n- first item\n\n"
+                        "- second item with a table\n\n| os | arch |\n|---|---|\n| linux | arm64 |\n\n"
+                        "```\ntool -v\ntool -x file\n```\n")
+    assert heading_path(doc.layout, doc.text.index("arg.n")) == ["DESCRIPTION"]
+    import lxml.html
+
+    from components.core.documents.html import has_boilerplate
+
+    assert not has_boilerplate(lxml.html.document_fromstring(MAN_PAGE))
+    for frame in ("<NAV><A HREF='/'>Home</A></NAV>", "<DIV ROLE='navigation'>Home</DIV>", "<FOOTER>(c)</FOOTER>"):
+        # a page that marks its boilerplate: trafilatura picks the main content (tests above)
+        assert has_boilerplate(lxml.html.document_fromstring(MAN_PAGE.replace("<BODY>", "<BODY>" + frame)))
