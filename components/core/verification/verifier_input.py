@@ -27,13 +27,17 @@ def marked_context(evidence: Evidence, answer_text: str) -> str:
     start, end = evidence.context_span
     vis = evidence.visible
     span = evidence.answer
+    # the lead-in, unit by unit: a table row's lead-in is its header row, and the rows between are not read (a row
+    # deep in a long table would otherwise push the marked answer past the verifier's 192 tokens)
+    lead = " ".join(" ".join(vis.slice(u.start, u.end).split()) for u in evidence.lead_in)
+    start = evidence.units[0].start if evidence.units else start
     if span is None or not (start <= span[0] < span[1] <= end):
-        body = " ".join(vis.slice(start, end).split())
+        body = " ".join(part for part in (lead, " ".join(vis.slice(start, end).split())) if part)
         return f"{OPEN} {' '.join(answer_text.split())} {CLOSE} {body}"
     before = " ".join(vis.slice(start, span[0]).split())
     inside = " ".join(vis.slice(*span).split())
     after = " ".join(vis.slice(span[1], end).split())
-    return " ".join(part for part in (before, OPEN, inside, CLOSE, after) if part)
+    return " ".join(part for part in (lead, before, OPEN, inside, CLOSE, after) if part)
 
 
 def verifier_pair(question: str, answer_text: str, evidence: Evidence, title: str | None = None) -> tuple[str, str]:
