@@ -36,7 +36,6 @@ OFFLINE_LIMITS = {
     "q15": _VERIFIER + "0.41, on a wrong span ('1883', the MQTT port, for the topic prefix)",
     "q17": _VERIFIER + "0.08 for a value in a JSON block",
     "q19": _VERIFIER + "0.45",
-    "q21": _VERIFIER + "0.03 for the description cell of an error-code table row",
     "q23": _ABSTAINS + "no-answer 0.67",
     "q27": _WRONG_HELD + "'overnight' at 0.53",
     "q31": _VERIFIER + "0.17",
@@ -92,7 +91,7 @@ def test_demo_question(runner, q):
 def test_no_wrong_answer_is_shown_on_the_demo_corpus(runner):
     """What passes the verifier and the confidence bar is right, but for the named WRONG_SHOWN: no unanswerable
     question is answered, every other shown answer of the 43 demo questions is correct and in its gold document,
-    and each named one is still shown and wrong (11 shown with the shipped reader and verifier, 11 right; the lexical
+    and each named one is still shown and wrong (8 shown with the shipped reader, verifier and bar 0.831, 8 right; the lexical
     verifier showed 16, 15 right)."""
     shown, wrong = 0, set()
     for q in QUESTIONS:
@@ -105,4 +104,4 @@ def test_no_wrong_answer_is_shown_on_the_demo_corpus(runner):
         if not (span["doc_id"] == q["doc_id"] and answer_correct(result["answer"], q["answers"])):
             wrong.add(q["id"])
     assert WRONG_SHOWN <= wrong <= WRONG_SHOWN | NEAR_THE_BAR, wrong
-    assert shown >= 10
+    assert shown >= 8
