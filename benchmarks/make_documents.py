@@ -46,6 +46,25 @@ def write_pdf(path: Path, title: str, sections: list[Section], keywords: str = "
     return path
 
 
+def raw_pdf(content: bytes, page_attrs: bytes = b"") -> bytes:
+    """A one-page letter PDF (Helvetica) whose page draws ``content``, written by hand so the text operators are exact;
+    ``page_attrs`` are added to the page dictionary (``b"/Rotate 90"``: shown turned)."""
+    objects = [b"<< /Type /Catalog /Pages 2 0 R >>", b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
+               b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] " + page_attrs + b" /Contents 4 0 R "
+               b"/Resources << /Font << /F1 5 0 R >> >> >>",
+               b"<< /Length %d >>\nstream\n" % len(content) + content + b"\nendstream",
+               b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>"]
+    out, offsets = bytearray(b"%PDF-1.4\n"), []
+    for n, body in enumerate(objects, 1):
+        offsets.append(len(out))
+        out += b"%d 0 obj\n" % n + body + b"\nendobj\n"
+    xref = len(out)
+    out += b"xref\n0 %d\n0000000000 65535 f \n" % (len(objects) + 1)
+    out += b"".join(b"%010d 00000 n \n" % o for o in offsets)
+    out += b"trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (len(objects) + 1, xref)
+    return bytes(out)
+
+
 def write_scanned_pdf(path: Path) -> Path:
     """A PDF whose page is only an image (what a scanner makes): no text layer."""
     from fpdf import FPDF

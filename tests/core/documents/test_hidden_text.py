@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from benchmarks.make_documents import raw_pdf
 from components.core.documents.convert import convert_file
 from components.core.documents.visibility import parse_colour, style_hides
 from components.core.retrieval.loaders import LoadLimits
@@ -111,29 +112,11 @@ def test_style_rules_on_hand_cases():
     assert parse_colour("#ABC") == (170, 187, 204) and parse_colour("auto") is None
 
 
-def _raw_pdf(content: bytes) -> bytes:
-    """A one-page PDF (Helvetica) whose page draws ``content``, written by hand so the text operators are exact."""
-    objects = [b"<< /Type /Catalog /Pages 2 0 R >>", b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
-               b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 4 0 R "
-               b"/Resources << /Font << /F1 5 0 R >> >> >>",
-               b"<< /Length %d >>\nstream\n" % len(content) + content + b"\nendstream",
-               b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>"]
-    out, offsets = bytearray(b"%PDF-1.4\n"), []
-    for n, body in enumerate(objects, 1):
-        offsets.append(len(out))
-        out += b"%d 0 obj\n" % n + body + b"\nendobj\n"
-    xref = len(out)
-    out += b"xref\n0 %d\n0000000000 65535 f \n" % (len(objects) + 1)
-    out += b"".join(b"%010d 00000 n \n" % o for o in offsets)
-    out += b"trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (len(objects) + 1, xref)
-    return bytes(out)
-
-
 def test_pdf_size_is_the_drawn_size_not_the_font_operand(tmp_path):
     """Producers often write ``1 Tf`` and scale with the text matrix (US government PDFs do): 7-pt text drawn
     that way is seen and indexed; text really drawn at 1 pt is still left out."""
     scaled = tmp_path / "scaled.pdf"
-    scaled.write_bytes(_raw_pdf(b"BT /F1 1 Tf 7 0 0 7 72 700 Tm (Comments are due by September 21, 2020.) Tj ET\n"
+    scaled.write_bytes(raw_pdf(b"BT /F1 1 Tf 7 0 0 7 72 700 Tm (Comments are due by September 21, 2020.) Tj ET\n"
                                 b"BT /F1 1 Tf 1 0 0 1 72 650 Tm (tiny footer) Tj ET"))
     doc = convert_file(scaled, "scaled.pdf", LoadLimits())
     assert "Comments are due by September 21, 2020." in doc.text

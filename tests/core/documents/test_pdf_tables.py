@@ -10,6 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from benchmarks.make_documents import raw_pdf
 from components.core.documents.convert import convert_file
 from components.core.documents.pdf_tables import Cell, Glyph, find_tables, line_cells
 from components.core.retrieval.loaders import LoadLimits
@@ -133,24 +134,6 @@ def test_generated_pdf_tables_keep_every_cell_whole_and_exact(tmp_path_factory, 
         assert f"| {key} | {value} | - |" in doc.text
 
 
-def _turned_pdf(content: bytes) -> bytes:
-    """A one-page letter PDF shown turned 90° (``/Rotate 90``), written by hand."""
-    objects = [b"<< /Type /Catalog /Pages 2 0 R >>", b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
-               b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Rotate 90 /Contents 4 0 R "
-               b"/Resources << /Font << /F1 5 0 R >> >> >>",
-               b"<< /Length %d >>\nstream\n" % len(content) + content + b"\nendstream",
-               b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>"]
-    out, offsets = bytearray(b"%PDF-1.4\n"), []
-    for n, body in enumerate(objects, 1):
-        offsets.append(len(out))
-        out += b"%d 0 obj\n" % n + body + b"\nendobj\n"
-    xref = len(out)
-    out += b"xref\n0 %d\n0000000000 65535 f \n" % (len(objects) + 1)
-    out += b"".join(b"%010d 00000 n \n" % o for o in offsets)
-    out += b"trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (len(objects) + 1, xref)
-    return bytes(out)
-
-
 def test_a_turned_page_keeps_the_text_beyond_its_shown_width_and_reads_its_table(tmp_path):
     """A landscape report stored as a portrait page with ``/Rotate 90`` (a US Senate expenditure report is): its
     characters' coordinates are the unturned page's, so text at y = 700 lies on the page although the page shown
@@ -162,7 +145,7 @@ def test_a_turned_page_keeps_the_text_beyond_its_shown_width_and_reads_its_table
         for value, y in zip(row, (100, 300, 650)):
             ops.append(b"BT /F1 9 Tf 0 1 -1 0 %d %d Tm (%s) Tj ET" % (200 + 14 * k, y, value.encode()))
     path = tmp_path / "turned.pdf"
-    path.write_bytes(_turned_pdf(b"\n".join(ops)))
+    path.write_bytes(raw_pdf(b"\n".join(ops), b"/Rotate 90"))
     doc = convert_file(path, "turned.pdf", LoadLimits())
     assert doc.layout["hidden_chars"] == 0
     assert "| NAME | TITLE | AMOUNT |\n|---|---|---|\n| BAIN, J | DISTRICT DIRECTOR | 37,499.96 |" in doc.text

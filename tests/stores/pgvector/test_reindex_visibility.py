@@ -25,11 +25,17 @@ def _write(doc: Path, code: str) -> None:
                    f"Item 43 is a lamp without a serial code.\n")
 
 
-def test_a_reindex_by_another_process_is_seen_by_every_component_at_once(pg_dsn, tmp_path, prefix):
+def corpus(tmp_path: Path) -> Path:
+    """Item 42 with its first serial code, and another document."""
     data = tmp_path / "kb"
     data.mkdir()
     _write(data / "item-42.md", "SN-00042-Q")
     (data / "other.md").write_text("The warehouse opens at nine. Deliveries arrive on Mondays.\n")
+    return data
+
+
+def test_a_reindex_by_another_process_is_seen_by_every_component_at_once(pg_dsn, tmp_path, prefix):
+    data = corpus(tmp_path)
     spec = yaml.safe_load((ROOT / "pipelines/extractive-postgres.yaml").read_text())
     store = spec["components"]["retriever"]["init_parameters"]["document_store"]["init_parameters"]
     store["table_prefix"] = prefix  # the anchor: retriever, expander and widener read these same settings

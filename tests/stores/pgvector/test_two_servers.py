@@ -12,24 +12,13 @@ from pathlib import Path
 import yaml
 
 from tests.serving.conftest import comparable, http, serving
+from tests.stores.pgvector.test_reindex_visibility import QUESTION, REINDEX, _write, corpus
 
 ROOT = Path(__file__).resolve().parents[3]
-QUESTION = "What is the serial code of item 42?"
-REINDEX = ("import sys; from components.stores.pgvector.store import PgSpanStore; "
-           "s = PgSpanStore(data_dir=sys.argv[1], table_prefix=sys.argv[2], progress=False); s.open(); "
-           "print(s.stats['changed'])")
-
-
-def _write(doc: Path, code: str) -> None:
-    doc.write_text(f"---\ntitle: Item 42\n---\nItem 42 has the serial code {code}. It ships in a grey box.\n\n"
-                   f"Item 43 is a lamp without a serial code.\n")
 
 
 def test_two_servers_answer_alike_and_both_see_a_reindex_by_a_third_process(pg_dsn, tmp_path, prefix):
-    data = tmp_path / "kb"
-    data.mkdir()
-    _write(data / "item-42.md", "SN-00042-Q")
-    (data / "other.md").write_text("The warehouse opens at nine. Deliveries arrive on Mondays.\n")
+    data = corpus(tmp_path)
     spec = yaml.safe_load((ROOT / "pipelines/extractive-postgres.yaml").read_text())
     spec["components"]["retriever"]["init_parameters"]["document_store"]["init_parameters"]["table_prefix"] = prefix
     path = tmp_path / "shared.yaml"
