@@ -121,8 +121,14 @@ class Mirror:
     version: int
     index: InvertedIndex
     chunk_ids: list[str]
-    doc_ids: np.ndarray  # object array: the document id of each row
+    doc_of_row: np.ndarray  # int32: the position in ``doc_pos`` of each row's document
+    doc_pos: dict[str, int]  # document id → position
     seconds: float
+
+    def _rows_of(self, ids: frozenset[str]) -> np.ndarray:
+        """Whether each row's document is in ``ids`` (integer membership: no string compared per row)."""
+        wanted = np.fromiter((self.doc_pos[d] for d in ids if d in self.doc_pos), dtype=np.int32)
+        return np.isin(self.doc_of_row, wanted)
 
     def search(self, tokens: list[str], k: int, corpus: tuple[float, float, float], params: BM25Params,
                dfs: dict[str, int] | None, exclude: frozenset[str], only: frozenset[str] | None):
@@ -132,9 +138,9 @@ class Mirror:
         scores = okapi_given(self.index, tokens, n, avgdl, floor, params.k1, params.b, dfs)
         mask = scores > 0
         if exclude:
-            mask &= ~np.isin(self.doc_ids, list(exclude))
+            mask &= ~self._rows_of(exclude)
         if only is not None:
-            mask &= np.isin(self.doc_ids, list(only))
+            mask &= self._rows_of(only)
         return [(self.chunk_ids[r], float(scores[r])) for r in top_k(scores, k, mask)]
 
 
@@ -182,8 +188,9 @@ def read_mirror(conn, t: Tables) -> Mirror:
     if filled != len(tfs) or (len(doc_rows) and doc_rows.min() < 0):
         raise RuntimeError(f"postings mirror of {t.prefix}: read {filled:,} of {len(tfs):,} postings")
     index = InvertedIndex({term: i for i, (term, _) in enumerate(vocab_rows)}, indptr, doc_rows, tfs, doc_len)
-    return Mirror(int(version), index, [r[1] for r in rows], np.array([r[2] for r in rows], dtype=object),
-                  time.perf_counter() - start)
+    doc_pos: dict[str, int] = {}
+    doc_of_row = np.fromiter((doc_pos.setdefault(r[2], len(doc_pos)) for r in rows), dtype=np.int32, count=len(rows))
+    return Mirror(int(version), index, [r[1] for r in rows], doc_of_row, doc_pos, time.perf_counter() - start)
 
 
 class MirrorHolder:
