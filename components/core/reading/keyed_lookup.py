@@ -8,12 +8,11 @@ model still chooses among them and scores them, and the verifier still judges th
 
 - ``keyed_lines(text)``: every table row (not the header) and every ``key: value`` / ``key = value`` line of a
   code block, as ``Keyed(key, values, line)`` character ranges of ``text``;
-- ``named(query, keyed)``: those whose key the question names — the key's whole text, case-insensitive, between
-  non-word characters, at least two characters with a letter or digit, and not a stop word;
-- ``value_holding(keyed, start, end)``: the value cell (or value) that holds ``[start, end)``.
+- ``named(query, keyed, text)``: those whose key the question names — the key's whole text, case-insensitive,
+  between non-word characters, at least two characters with a letter or digit, and not a stop word.
 
-    rows = named("What does error E4031 mean?", keyed_lines(text))
-    rows[0].values   # [(start, end)] of "Quota for the project is exhausted"
+    rows = named("What does error E4031 mean?", keyed_lines(text), text)
+    rows[0].values   # ((start, end),) of "Quota for the project is exhausted"
 """
 
 from __future__ import annotations
@@ -92,11 +91,3 @@ def named(query: str, keyed: tuple[Keyed, ...] | list[Keyed], text: str) -> list
     """The rows and lines of ``keyed`` (of ``text``) whose key ``query`` names."""
     return [k for k in keyed if names_key(query, text[k.key[0] : k.key[1]])]
 
-
-def value_holding(keyed: list[Keyed], start: int, end: int) -> tuple[int, int] | None:
-    """The value cell or value of ``keyed`` that holds ``[start, end)``, else None."""
-    for k in keyed:
-        for s, e in k.values:
-            if s <= start and end <= e:
-                return s, e
-    return None
