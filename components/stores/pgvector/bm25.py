@@ -4,6 +4,10 @@
 ``BM25_SELECT`` reads it, ``HYBRID_TAIL`` adds the vector search and fuses both lists in the same statement.
 Scores follow rank_bm25's BM25Okapi (negative idf floored to epsilon x mean idf), so they equal the in-memory
 store's within 1e-6, and ties are broken by load order as in memory.
+
+``MirrorHolder`` keeps the same postings in process, per index version (``read_mirror``: one snapshot, binary COPY
+parsed by numpy), and ``Mirror.search`` scores them with the statement's formula and statistics
+(``okapi_given``: BM25S-style eager scoring) — the store's ``bm25_engine: mirror``.
 """
 
 from __future__ import annotations
@@ -201,15 +205,18 @@ class MirrorHolder:
         self._lock = threading.Lock()
         self.mirror: Mirror | None = None
         self._thread: threading.Thread | None = None
+        self._tried: int | None = None  # the version the last build was started for
         self.error: str | None = None
 
     def at(self, version: int, connect, tables: Tables) -> Mirror | None:
-        """The mirror of ``version``, or None (a build for it is started if none runs)."""
+        """The mirror of ``version``, or None (a build for it is started if none runs; a build that failed is not
+        retried for the same version — searches go on in SQL, ``error`` says why)."""
         mirror = self.mirror
         if mirror is not None and mirror.version == version:
             return mirror
         with self._lock:
-            if self._thread is None or not self._thread.is_alive():
+            if (self._thread is None or not self._thread.is_alive()) and self._tried != version:
+                self._tried = version
                 self._thread = threading.Thread(target=self._build, args=(connect, tables), daemon=True,
                                                 name=f"spanqa-bm25-mirror-{tables.prefix}")
                 self._thread.start()
@@ -222,11 +229,13 @@ class MirrorHolder:
         return self.mirror
 
     def _build(self, connect, tables: Tables) -> None:
-        conn = connect()
+        conn = None
         try:
+            conn = connect()
             self.mirror = read_mirror(conn, tables)
             self.error = None
         except Exception as exc:  # noqa: BLE001 - searches go on in SQL; the reason is kept for status
             self.error = f"{type(exc).__name__}: {exc}"
         finally:
-            conn.close()
+            if conn is not None:
+                conn.close()

@@ -108,3 +108,24 @@ def test_the_postings_mirror_equals_the_memory_store_and_answers_only_at_its_ver
     assert store.mirror.wait(120).version == version + 1
     again = store.bm25_search(["zzznew"], 3, Selection(), params)
     assert [(d.id, s) for d, s in again] == [(d.id, s) for d, s in first] and len(statements) == 1  # the new mirror
+
+
+def test_a_mirror_build_that_fails_is_not_retried_for_the_same_version():
+    """A build that fails leaves searches to SQL with the reason kept; it is not started again on every search for
+    that version (each would read every posting), only when the version moves on."""
+    from components.stores.pgvector.schema import Tables
+
+    calls = []
+
+    def connect():
+        calls.append(1)
+        raise OSError("server gone")
+
+    holder = pg_bm25.MirrorHolder()
+    assert holder.at(3, connect, Tables("t")) is None
+    holder.wait(10)
+    assert holder.error == "OSError: server gone" and len(calls) == 1
+    assert holder.at(3, connect, Tables("t")) is None and holder.wait(10) is None and len(calls) == 1
+    assert holder.at(4, connect, Tables("t")) is None
+    holder.wait(10)
+    assert len(calls) == 2
