@@ -13,13 +13,13 @@ parsed by numpy), and ``Mirror.search`` scores them with the statement's formula
 from __future__ import annotations
 
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 from psycopg import sql
 
 from components.core.retrieval.bm25 import InvertedIndex, okapi_given, top_k
-from components.stores.base import BM25Params
+from components.stores.base import BM25Params, Selection
 from components.stores.pgvector.schema import Tables, q
 
 # BM25 Okapi of one posting without its idf: tf (k1 + 1) / (tf + k1 (1 - b) + (k1 b / avgdl) dl), the three
@@ -113,31 +113,76 @@ def mean_idf(histogram, n: float) -> float:
 
 
 # -- the in-process mirror ------------------------------------------------------------------------------------
-_ROW = np.dtype([("n", ">i2"), ("l1", ">i4"), ("ckey", ">i4"), ("l2", ">i4"), ("tf", ">f4"), ("l3", ">i4"),
-                 ("dl", ">f8")])  # one row of COPY (SELECT ckey, tf, dl …) TO STDOUT (FORMAT binary)
+_POSTING = np.dtype([("n", ">i2"), ("l1", ">i4"), ("ckey", ">i4"), ("l2", ">i4"), ("tf", ">f4"), ("l3", ">i4"),
+                     ("dl", ">f8")])  # one row of COPY (SELECT ckey, tf, dl …) TO STDOUT (FORMAT binary)
+_MAPPED = np.dtype([("n", ">i2"), ("l1", ">i4"), ("ckey", ">i4"), ("l2", ">i4"), ("doc", ">i4")])  # (ckey, doc)
+FILTER_MASKS = 32  # metadata filters whose rows a mirror keeps (a boolean per row each: 1 MB at 1M chunks)
+COPY_GROUP = 8 << 20  # bytes of binary COPY parsed at once
+
+
+def copy_rows(conn, statement, dtype: np.dtype):
+    """The rows of ``COPY (…) TO STDOUT (FORMAT binary)`` as numpy structured arrays, block by block (no Python
+    object per row); every column must be of fixed width (``dtype`` names its length words)."""
+    pending, header, blocks, size = b"", True, [], 0
+
+    def parsed(data: bytes):
+        whole = len(data) // dtype.itemsize  # the 2-byte trailer (-1) never makes a whole row
+        return np.frombuffer(data, dtype=dtype, count=whole), data[whole * dtype.itemsize:]
+
+    with conn.cursor().copy(statement) as copy:
+        for block in copy:  # blocks of a few kB, parsed in groups of COPY_GROUP bytes (fewer numpy calls)
+            blocks.append(bytes(block))
+            size += len(blocks[-1])
+            if size < COPY_GROUP:
+                continue
+            data, blocks, size = pending + b"".join(blocks), [], 0
+            if header:  # PGCOPY signature, flags, header extension length (+ extension)
+                data, header = data[19 + int.from_bytes(data[15:19], "big"):], False
+            rows, pending = parsed(data)
+            yield rows
+    data = pending + b"".join(blocks)
+    if header and data:
+        data = data[19 + int.from_bytes(data[15:19], "big"):]
+    rows, pending = parsed(data)
+    if len(rows):
+        yield rows
+    if pending != b"\xff\xff":
+        raise RuntimeError(f"binary COPY ended with {len(pending)} unread bytes, not its trailer")
 
 
 @dataclass
 class Mirror:
     """The postings of one index version held in process: rows in the store's tie-break order (document load order,
-    then chunk order), each row's chunk id and document id."""
+    then chunk order), each row's chunk key (``ckeys``) and document position (``doc_of_row``), all numpy arrays."""
 
     version: int
     index: InvertedIndex
-    chunk_ids: list[str]
+    ckeys: np.ndarray  # int32: the chunk key of each row
+    row_of: np.ndarray  # int32: the row of each chunk key (-1: none)
     doc_of_row: np.ndarray  # int32: the position in ``doc_pos`` of each row's document
     doc_pos: dict[str, int]  # document id → position
     seconds: float
+    masks: dict = field(default_factory=dict)  # a metadata filter's key → its rows (FILTER_MASKS kept, last used)
 
     def _rows_of(self, ids: frozenset[str]) -> np.ndarray:
         """Whether each row's document is in ``ids`` (integer membership: no string compared per row)."""
         wanted = np.fromiter((self.doc_pos[d] for d in ids if d in self.doc_pos), dtype=np.int32)
         return np.isin(self.doc_of_row, wanted)
 
+    def rows_of_keys(self, ckeys: np.ndarray) -> np.ndarray:
+        """A boolean per row: its chunk key is among ``ckeys`` (keys this mirror does not hold are ignored)."""
+        keys = np.asarray(ckeys, dtype=np.int64)
+        keys = keys[(keys >= 0) & (keys < len(self.row_of))]
+        rows = self.row_of[keys]
+        mask = np.zeros(len(self.ckeys), dtype=bool)
+        mask[rows[rows >= 0]] = True
+        return mask
+
     def search(self, tokens: list[str], k: int, corpus: tuple[float, float, float], params: BM25Params,
-               dfs: dict[str, int] | None, exclude: frozenset[str], only: frozenset[str] | None):
-        """``[(chunk id, score)]`` of the top ``k`` rows with a positive score, ties in row order — the SQL
-        statement's result (``okapi_given``: its formula and statistics)."""
+               dfs: dict[str, int] | None, exclude: frozenset[str], only: frozenset[str] | None,
+               rows: np.ndarray | None = None):
+        """``[(chunk key, score)]`` of the top ``k`` rows with a positive score, ties in row order — the SQL
+        statement's result (``okapi_given``: its formula and statistics); ``rows`` keeps only those (a filter's)."""
         n, avgdl, floor = corpus
         scores = okapi_given(self.index, tokens, n, avgdl, floor, params.k1, params.b, dfs)
         mask = scores > 0
@@ -145,56 +190,101 @@ class Mirror:
             mask &= ~self._rows_of(exclude)
         if only is not None:
             mask &= self._rows_of(only)
-        return [(self.chunk_ids[r], float(scores[r])) for r in top_k(scores, k, mask)]
+        if rows is not None:
+            mask &= rows
+        return [(int(self.ckeys[r]), float(scores[r])) for r in top_k(scores, k, mask)]
 
 
 def read_mirror(conn, t: Tables) -> Mirror:
-    """Every posting of the tables, read in one snapshot (REPEATABLE READ): the vocabulary with its posting counts,
-    then the postings in term order as binary COPY parsed with numpy block by block (no Python object per
-    posting: 40 M postings are 160 MB of keys and 160 MB of tfs)."""
+    """Every posting of the tables, read in one snapshot (REPEATABLE READ): the documents in load order, the chunk
+    map as (chunk key, document position) rows, the vocabulary with its posting counts, then the postings in term
+    order — each binary COPY parsed with numpy (no Python object per chunk or posting: 40 M postings are 160 MB
+    of row numbers and 160 MB of tfs; 1 M chunks, 8 MB of keys and positions)."""
     import time
 
     start = time.perf_counter()
     with conn.transaction():
         conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
         version = conn.execute(q("SELECT version FROM {state} WHERE id = 1", t)).fetchone()[0]
-        rows = conn.execute(q("SELECT m.ckey, m.chunk_id, m.doc_id FROM {chunkmap} AS m JOIN {documents} AS d "
-                              "ON d.doc_id = m.doc_id ORDER BY d.ord, m.chunk_ord", t)).fetchall()
-        vocab_rows = conn.execute(q("SELECT term, count(*) FROM {postings} GROUP BY term ORDER BY term", t)).fetchall()
-        ckeys = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
+        doc_pos = {r[0]: i for i, r in enumerate(conn.execute(q("SELECT doc_id FROM {documents} "
+                                                                  "ORDER BY ord, doc_id", t)))}
+        mapped = q("COPY (SELECT m.ckey, d.pos FROM {chunkmap} AS m JOIN (SELECT doc_id, (row_number() OVER "
+                   "(ORDER BY ord, doc_id) - 1)::integer AS pos FROM {documents}) AS d ON d.doc_id = m.doc_id "
+                   "ORDER BY d.pos, m.chunk_ord) TO STDOUT (FORMAT binary)", t)
+        parts = list(copy_rows(conn, mapped, _MAPPED))
+        ckeys = np.concatenate([p["ckey"] for p in parts]).astype(np.int32) if parts else np.zeros(0, np.int32)
+        doc_of_row = np.concatenate([p["doc"] for p in parts]).astype(np.int32) if parts else np.zeros(0, np.int32)
+        del parts
         row_of = np.full(int(ckeys.max()) + 1 if len(ckeys) else 1, -1, dtype=np.int32)
-        row_of[ckeys] = np.arange(len(rows), dtype=np.int32)
+        row_of[ckeys] = np.arange(len(ckeys), dtype=np.int32)
+        vocab_rows = conn.execute(q("SELECT term, count(*) FROM {postings} GROUP BY term ORDER BY term", t)).fetchall()
         counts = np.fromiter((c for _, c in vocab_rows), dtype=np.int64, count=len(vocab_rows))
+        vocab = {term: i for i, (term, _) in enumerate(vocab_rows)}
+        del vocab_rows
         indptr = np.zeros(len(counts) + 1, dtype=np.int64)
         np.cumsum(counts, out=indptr[1:])
         doc_rows = np.empty(indptr[-1], dtype=np.int32)
         tfs = np.empty(indptr[-1], dtype=np.float32)
-        doc_len = np.zeros(len(rows), dtype=np.float64)
-        filled, pending = 0, b""
-        copy_sql = q("COPY (SELECT ckey, tf, dl FROM {postings} ORDER BY term, ckey) TO STDOUT (FORMAT binary)", t)
-        with conn.cursor().copy(copy_sql) as copy:
-            header = True
-            for block in copy:
-                data = pending + bytes(block)
-                if header:  # PGCOPY signature, flags, header extension length (+ extension)
-                    skip = 19 + int.from_bytes(data[15:19], "big")
-                    data, header = data[skip:], False
-                whole = len(data) // _ROW.itemsize
-                if filled + whole > len(tfs):  # the 2-byte trailer (-1) is left out
-                    whole = len(tfs) - filled
-                part = np.frombuffer(data[: whole * _ROW.itemsize], dtype=_ROW)
-                r = row_of[part["ckey"].astype(np.int64)]
-                doc_rows[filled : filled + whole] = r
-                tfs[filled : filled + whole] = part["tf"]
-                doc_len[r] = part["dl"]
-                filled += whole
-                pending = data[whole * _ROW.itemsize :]
+        doc_len = np.zeros(len(ckeys), dtype=np.float64)
+        filled = 0
+        postings = q("COPY (SELECT ckey, tf, dl FROM {postings} ORDER BY term, ckey) TO STDOUT (FORMAT binary)", t)
+        for part in copy_rows(conn, postings, _POSTING):
+            whole = min(len(part), len(tfs) - filled)
+            r = row_of[part["ckey"][:whole].astype(np.int64)]
+            doc_rows[filled: filled + whole] = r
+            tfs[filled: filled + whole] = part["tf"][:whole]
+            doc_len[r] = part["dl"][:whole]
+            filled += whole
     if filled != len(tfs) or (len(doc_rows) and doc_rows.min() < 0):
         raise RuntimeError(f"postings mirror of {t.prefix}: read {filled:,} of {len(tfs):,} postings")
-    index = InvertedIndex({term: i for i, (term, _) in enumerate(vocab_rows)}, indptr, doc_rows, tfs, doc_len)
-    doc_pos: dict[str, int] = {}
-    doc_of_row = np.fromiter((doc_pos.setdefault(r[2], len(doc_pos)) for r in rows), dtype=np.int32, count=len(rows))
-    return Mirror(int(version), index, [r[1] for r in rows], doc_of_row, doc_pos, time.perf_counter() - start)
+    index = InvertedIndex(vocab, indptr, doc_rows, tfs, doc_len)
+    return Mirror(int(version), index, ckeys, row_of, doc_of_row, doc_pos, time.perf_counter() - start)
+
+
+def filter_rows(store, mirror: Mirror, filters: dict) -> np.ndarray | None:
+    """The mirror's rows whose chunk passes the metadata filter ``filters`` (the one filter model's SQL on the chunks'
+    meta), read once per filter and mirror and kept (``FILTER_MASKS``, last used); None when the tables have moved
+    on from the mirror's version (the SQL statement answers then)."""
+    import json
+
+    from components.stores.pgvector import filters as pg_filters
+
+    key = json.dumps(filters, sort_keys=True, default=str)
+    rows = mirror.masks.pop(key, None)
+    if rows is None:
+        where, fparams = pg_filters.selection_clause(Selection(filters=filters), "c0", id_table=None)
+        conn = store._conn()
+        with conn.transaction():
+            conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+            if conn.execute(q("SELECT version FROM {state} WHERE id = 1", store.tables)).fetchone()[0] != mirror.version:
+                return None
+            keys = conn.execute(q("SELECT m.ckey FROM {chunks} AS c0 JOIN {chunkmap} AS m ON m.chunk_id = c0.id",
+                                  store.tables) + (where or sql.SQL("")), fparams).fetchall()
+        rows = mirror.rows_of_keys(np.fromiter((k for (k,) in keys), dtype=np.int64, count=len(keys)))
+        while len(mirror.masks) >= FILTER_MASKS:
+            mirror.masks.pop(next(iter(mirror.masks)), None)
+    mirror.masks[key] = rows  # last used goes last
+    return rows
+
+
+def mirror_search(store, tokens: list[str], k: int, selection: Selection, params: BM25Params):
+    """A PgSpanStore's BM25 over its mirror: ``[(Document, score)]``, or None when the mirror does not hold the index
+    version this search reads (a build for it starts) or a chunk it names has been replaced since (the SQL statement
+    answers then: it reads one snapshot)."""
+    corpus = store._corpus_stats(params.epsilon)  # reads the version (store._version) these numbers are of
+    mirror = store.mirror.at(store._version, store._mirror_connection, store.tables)
+    if mirror is None:
+        return None
+    rows = filter_rows(store, mirror, selection.filters) if selection.filters else None
+    if selection.filters and rows is None:
+        return None
+    hits = mirror.search(tokens, k, corpus, params, store._query_dfs(tokens), selection.exclude, selection.only, rows)
+    found = {r[0]: r[1:] for r in store._conn().execute(
+        q("SELECT m.ckey, c.id, c.content, c.meta, c.embedding FROM {chunkmap} AS m JOIN {chunks} AS c "
+          "ON c.id = m.chunk_id WHERE m.ckey = ANY(%s)", store.tables), ([key for key, _ in hits],), binary=True)}
+    if len(found) < len(hits):
+        return None
+    return [(store._document(*found[key]), score) for key, score in hits]
 
 
 class MirrorHolder:

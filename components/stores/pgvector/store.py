@@ -230,22 +230,18 @@ class PgSpanStore(StoreBase):
     def bm25_search(self, tokens: list[str], k: int, selection: Selection,
                     params: BM25Params = BM25Params()) -> list[tuple[Document, float]]:
         """Top ``k`` chunks by BM25 Okapi: over the in-process mirror of the postings when it holds the index version
-        this search reads and no metadata filter is set (``bm25_engine: mirror``, BM25S-style eager scoring), else
-        computed in SQL (filters are predicates of the same statement). Both give the same scores and order."""
+        this search reads (``bm25_engine: mirror``, BM25S-style eager scoring; a metadata filter's rows are read
+        once per filter and version), else computed in SQL (filters are predicates of the same statement). Both
+        give the same scores and order."""
         from psycopg import sql
 
         self.open()
         if not tokens:
             return []
-        if self.bm25_engine == "mirror" and not selection.filters:
-            corpus = self._corpus_stats(params.epsilon)  # reads the version (self._version) these numbers are of
-            mirror = self.mirror.at(self._version, self._mirror_connection, self.tables)
-            if mirror is not None:
-                hits = mirror.search(tokens, k, corpus, params, self._query_dfs(tokens), selection.exclude,
-                                     selection.only)
-                found = self._chunks([cid for cid, _ in hits], [score for _, score in hits])
-                if found is not None:  # else a write replaced a chunk since: the statement reads one snapshot
-                    return found
+        if self.bm25_engine == "mirror":
+            found = pg_bm25.mirror_search(self, tokens, k, selection, params)
+            if found is not None:
+                return found
         for ties in (False, True):
             ctes, args, names, _, _ = self._bm25_statement(tokens, k, selection, params, ties)
             rows = self._conn().execute(ctes + sql.SQL(pg_bm25.BM25_SELECT).format(**names), args,
@@ -256,14 +252,6 @@ class PgSpanStore(StoreBase):
 
     def _mirror_connection(self):
         return pg_server.connect(self.server_dsn, options=self._session_options())
-
-    def _chunks(self, ids: list[str], scores: list[float]) -> list[tuple[Document, float]] | None:
-        """The chunks ``ids`` as documents, in that order, with ``scores`` (None if one is gone)."""
-        rows = {r[0]: r for r in self._conn().execute(q("SELECT id, content, meta, embedding FROM {chunks} "
-                                                        "WHERE id = ANY(%s)", self.tables), (ids,), binary=True)}
-        if len(rows) < len(set(ids)):
-            return None
-        return [(self._document(*rows[cid]), score) for cid, score in zip(ids, scores)]
 
     def hybrid_search(self, tokens: list[str], query: str, k: int, selection: Selection, params: BM25Params,
                       rrf_k: float = 60, weights: dict[str, float] | None = None):
