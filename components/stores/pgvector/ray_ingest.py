@@ -6,10 +6,11 @@ HEAD:6379`` on each other node) or ``--ray local`` (a cluster of this process's 
 
 1. ``from_items``: every file of ``data_dir`` (the loader's walk: hidden files, bad links and the like are skipped
    and reported, as in a local build), with its place in the load order;
-2. ``map(Prepare)``: the file converted (PDF, HTML, Word, text) and, when its content hash differs from what its
-   store holds, split and analysed — the same ``prepare`` as a local build;
-3. ``map_batches(Embed)``: the chunks embedded by actors that each load the embedding model once (one CPU each);
-4. the driver writes each document's rows (``sync.write_group``) and, at the end, deletes what left the folder and
+2. ``map_batches(PrepareAndEmbed)``, one actor per node (one CPU each, the embedding model loaded once): each file
+   converted (PDF, HTML, Word, text) and, when its content hash differs from what its store holds, split and
+   analysed — the same ``prepare`` as a local build — and its chunks embedded, in the one process (two stages of
+   one CPU each would leave a one-CPU node idle between them);
+3. the driver writes each document's rows (``sync.write_group``) and, at the end, deletes what left the folder and
    sets the load order — exactly what a local build writes, so the tables hold the same rows.
 
 **Resumable**: a document is written whole in one transaction and keyed by its content hash, so after a killed
@@ -25,6 +26,8 @@ import time
 from pathlib import Path
 
 from components.core.errors import SpanQAError
+
+BLOCKS_PER_NODE = 64
 
 
 class Prepare:
@@ -64,26 +67,33 @@ class Prepare:
                 "texts": [self.settings.passage_prefix + x for x in p.texts]}
 
 
-class Embed:
-    """Embedding actor: the model loaded once per actor; a batch of prepared documents → their chunk vectors."""
+class PrepareAndEmbed:
+    """The map actor: files → their SourceDocument, prepared chunks and chunk vectors (or why a file was skipped /
+    that it is unchanged). One actor per node holds the embedding model, loaded once; conversion, splitting and
+    embedding of a file run in that one process, so a node with one CPU is never idle between two stages."""
 
-    def __init__(self, model_path: str, precision: str, batch_size: int):
+    def __init__(self, settings, limits, existing: dict[str, str], shards: int, model_path: str, precision: str,
+                 batch_size: int):
         from components.core.backends.models import load_sentence_transformer
 
+        self.prepare = Prepare(settings, limits, existing, shards)
         self.model, self.batch_size = load_sentence_transformer(model_path, "cpu", precision), batch_size
 
     def __call__(self, batch: dict) -> dict:
         import numpy as np
 
-        texts = [t for row in batch["texts"] for t in row]
+        rows = [self.prepare({"path": str(path), "rel": str(rel), "pos": int(pos)})
+                for path, rel, pos in zip(batch["path"], batch["rel"], batch["pos"])]
+        texts = [t for row in rows for t in row["texts"]]
         vectors = (self.model.encode(texts, batch_size=self.batch_size, normalize_embeddings=True,
                                      convert_to_numpy=True, show_progress_bar=False) if texts
                    else np.zeros((0, 0), np.float32))
-        out, at = [], 0
-        for row in batch["texts"]:
-            out.append(pickle.dumps(np.asarray(vectors[at: at + len(row)], dtype=np.float32)))
-            at += len(row)
-        return {**batch, "vectors": out}
+        at = 0
+        for row in rows:
+            row["vectors"] = pickle.dumps(np.asarray(vectors[at: at + len(row["texts"])], dtype=np.float32))
+            at += len(row["texts"])
+            row["texts"] = len(row["texts"])
+        return {key: [row[key] for row in rows] for key in rows[0]} if rows else {}
 
 
 def ray_index(store, address: str, progress: bool = True) -> dict:
@@ -125,13 +135,12 @@ def ray_index(store, address: str, progress: bool = True) -> dict:
              include_dashboard=False, configure_logging=False)
     nodes = max(1, len([n for n in ray.nodes() if n.get("Alive")]))
     model = resolve_model(store.embedding_model, component="document_store").path
-    ds = ray.data.from_items(files, override_num_blocks=max(1, min(len(files), 4 * nodes)))
-    ds = ds.map(Prepare, fn_constructor_kwargs={"settings": store.settings, "limits": store.limits,
-                                                "existing": existing, "shards": len(targets)},
-                concurrency=nodes, num_cpus=1, max_restarts=-1, max_task_retries=-1)
-    ds = ds.map_batches(Embed, fn_constructor_kwargs={"model_path": model, "precision": store.config.embedding_precision,
-                                                      "batch_size": store.config.batch_size},
-                        batch_size=8, concurrency=nodes, num_cpus=1, max_restarts=-1, max_task_retries=-1)
+    # a block per file up to BLOCKS_PER_NODE a node: the last blocks are small, so no node waits long on another
+    ds = ray.data.from_items(files, override_num_blocks=max(1, min(len(files), BLOCKS_PER_NODE * nodes)))
+    ds = ds.map_batches(PrepareAndEmbed, fn_constructor_kwargs={
+        "settings": store.settings, "limits": store.limits, "existing": existing, "shards": len(targets),
+        "model_path": model, "precision": store.config.embedding_precision, "batch_size": store.config.batch_size},
+        batch_size=1, concurrency=nodes, num_cpus=1, max_restarts=-1, max_task_retries=-1)
     from pgvector.psycopg import register_vector
 
     conns = [server.connect(t.server_dsn) for t in targets]

@@ -128,3 +128,50 @@ def test_ray_index_writes_what_a_local_build_writes_and_resumes(pg_dsn, ray_clus
     assert done["written"] + done["unchanged"] == len(want["documents"])
     assert done["unchanged"] == (partial if killed else len(want["documents"]))
     same(tables(remote), want)
+
+
+def map_workers() -> list[int]:
+    """The pids of Ray Data's map actors (converting or embedding), by their process title."""
+    pids = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                title = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+            except OSError:
+                continue
+            if title.startswith("ray::") and "MapWorker" in title:
+                pids.append(int(entry.name))
+    return pids
+
+
+def test_a_ray_worker_killed_mid_index_leaves_the_complete_index(pg_dsn, ray_cluster, tmp_path):
+    """A map actor (converting or embedding) killed while documents are being written: Ray restarts it and retries
+    its task, the run completes, and the tables hold exactly what a local build writes — nothing lost, nothing
+    twice."""
+    folder = tmp_path / "kb"
+    folder.mkdir()
+    for name in sorted(os.listdir(ROOT / "data" / "kb")):  # the whole demo folder: long enough to kill mid-run
+        shutil.copy(ROOT / "data" / "kb" / name, folder / name)
+    local = PgSpanStore(data_dir=str(folder), table_prefix="ray_local_all", progress=False)
+    local.open()
+    want = tables(local)
+    run = run_index(folder, "ray_worker_killed", ray_cluster, pg_dsn)
+    remote = PgSpanStore(data_dir=str(folder), table_prefix="ray_worker_killed", progress=False)
+    killed, deadline = [], time.time() + 300
+    while not killed and time.time() < deadline and run.poll() is None:
+        try:
+            written = remote._conn().execute("SELECT count(*) FROM ray_worker_killed_documents").fetchone()[0]
+        except Exception:  # noqa: BLE001 - the tables do not exist yet
+            written = 0
+        if written >= 1:
+            for pid in map_workers()[:1]:
+                os.kill(pid, signal.SIGKILL)
+                killed.append((pid, written))
+        time.sleep(0.2)
+    out, errors = run.communicate(timeout=600)
+    assert killed, f"no Ray Data worker was found to kill while the index was written: {errors[-2000:]}"
+    assert killed[0][1] < len(want["documents"]), "the worker was killed after every document was written"
+    assert run.returncode == 0, errors[-3000:]
+    done = eval(out.strip().splitlines()[-1])
+    assert done["written"] == len(want["documents"]) and done["unchanged"] == 0
+    same(tables(remote), want)
