@@ -55,24 +55,36 @@ class Client:
         self.port, self.path, self.local = port, f"/{name}/run", threading.local()
 
     def ask(self, query: str) -> dict:
-        conn = getattr(self.local, "conn", None)
-        if conn is None:
-            conn = self.local.conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=300)
-        conn.request("POST", self.path, body=json.dumps({"query": query}), headers={"Content-Type": "application/json"})
-        resp = conn.getresponse()
+        for attempt in (0, 1):  # a keep-alive connection the server closed while idle is opened again, once
+            conn = getattr(self.local, "conn", None)
+            if conn is None:
+                conn = self.local.conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=300)
+            try:
+                conn.request("POST", self.path, body=json.dumps({"query": query}),
+                             headers={"Content-Type": "application/json"})
+                resp = conn.getresponse()
+                break
+            except (BrokenPipeError, ConnectionResetError, http.client.RemoteDisconnected):
+                conn.close()
+                self.local.conn = None
+                if attempt:
+                    raise
         body = resp.read()
         if resp.status != 200:
             raise RuntimeError(f"HTTP {resp.status}: {body[:200]!r}")
         return json.loads(body)
 
 
-def start_server(path: Path, log: Path) -> tuple[subprocess.Popen, int]:
+def start_server(path: Path, log: Path, wrap: tuple[str, ...] = (), env: dict | None = None
+                 ) -> tuple[subprocess.Popen, int]:
+    """``run.py PATH --serve`` on a free port (``wrap``: a command it runs under, e.g. ``taskset -c 0``), once ready."""
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     with open(log, "wb") as out:
-        proc = subprocess.Popen([sys.executable, str(ROOT / "run.py"), str(path), "--serve", "--port", str(port),
-                                 "--no-audit", "--min-confidence", "0"], cwd=ROOT, stdout=out, stderr=subprocess.STDOUT)
+        proc = subprocess.Popen([*wrap, sys.executable, str(ROOT / "run.py"), str(path), "--serve", "--port", str(port),
+                                 "--no-audit", "--min-confidence", "0"], cwd=ROOT, stdout=out, stderr=subprocess.STDOUT,
+                                env=env)
     deadline = time.monotonic() + 600
     while time.monotonic() < deadline:
         if proc.poll() is not None:
