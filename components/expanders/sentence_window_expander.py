@@ -9,6 +9,7 @@ from haystack import Document, component, default_from_dict, default_to_dict
 
 from components.core.errors import SpanQAError
 from components.core.params import check_choice, check_int, check_positive_int
+from components.core.text.splitting import header_above
 from components.core.text.windows import grow, merge
 from components.stores.base import SpanIndexStore, check_store_type
 
@@ -18,7 +19,8 @@ LEVELS = ("window", "paragraph", "passage")
 @component
 class SentenceWindowExpander:
     """Expands each hit to ±``window`` sentences of its source document and merges overlapping windows of the
-    same document, keeping exact character offsets (``content == text[char_start:char_end]``).
+    same document, keeping exact character offsets (``content == text[char_start:char_end]``). A window that
+    begins inside a table carries the table's header row in ``meta["table_header"]`` (the names of its columns).
 
     With ``mode="widen"`` it is the widening step of the verifier loop: each incoming Document names its
     target in ``meta["widen_to"]`` — ``"paragraph"`` (the enclosing paragraphs plus ``widen_paragraphs`` on
@@ -105,6 +107,9 @@ class SentenceWindowExpander:
                 meta = {k: v for k, v in best.meta.items() if k not in ("widen_to", "chunk_id", "kind")}
                 meta.update(doc_id=doc_id, char_start=s, char_end=e, level=level, route=route,
                             hits=sorted({h.meta.get("chunk_id", h.id) for h in hits}))
+                header = header_above(source.text, s)  # a window that begins inside a table: its column names
+                if header is not None:
+                    meta["table_header"] = source.text[header[0]:header[1]]
                 windows.append(Document(id=f"{doc_id}:{s}-{e}", content=source.text[s:e], meta=meta, score=best.score))
         windows.sort(key=lambda d: -(d.score if d.score is not None else float("-inf")))
         if self.max_windows:

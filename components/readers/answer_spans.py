@@ -17,9 +17,9 @@ from haystack.dataclasses import ExtractedAnswer
 
 from components.core.text.injection import is_directive
 from components.core.offsets import doc_origin
-from components.core.reading.keyed_lookup import keyed_lines, named
+from components.core.reading.keyed_lookup import in_asked_column, keyed_lines, named
 from components.core.reading.span_decoding import SpanCandidate, calibrated, range_logit
-from components.core.text.splitting import PROSE, TABLE, Span, split_blocks, split_units
+from components.core.text.splitting import PROSE, TABLE, Span, split_blocks, split_units, table_header_line
 
 
 def span_meta(doc: Document, start: int, end: int, evidence: list[tuple[int, int]]) -> dict[str, Any]:
@@ -67,12 +67,12 @@ def crosses_structure(text: str, start: int, end: int) -> bool:
 
 
 def table_header(text: str, row: Span) -> tuple[int, int] | None:
-    """The header row (first line) of the table block that holds ``row``, unless ``row`` is that header."""
+    """The header row (first line, a rule line after it) of the table block that holds ``row``, unless ``row`` is
+    that header."""
     for block in split_blocks(text):
         if block.start <= row.start < block.end:
-            nl = text.find("\n", block.start, block.end)
-            first = (block.start, nl if nl != -1 else block.end)
-            return None if first[0] == row.start else first
+            header = table_header_line(text, block.start, block.end)  # None: the text begins inside the table
+            return None if header is None or header[0] == row.start else header
     return None
 
 
@@ -105,15 +105,21 @@ def no_answer_answer(query: str, score: float) -> ExtractedAnswer:
 
 
 def named_rows_only(query: str, pooled: list, windows: list[Document], per_window: list[list],
-                    calibration_factor: float) -> list:
+                    calibration_factor: float, terms=None) -> list:
     """When ``query`` names a table row or a config line by its key (``keyed_lookup``): the structured-text spans
     of ``pooled`` (``(span, window, null logit)``) are replaced by the whole value cells of the named rows; a cell
     scores what the reader gives the best span inside it (or the whole cell, ``range_logit``, when that is more) on
-    the window that holds it — the cell is what is shown, the reader's choice among cells stands. Prose spans stay.
-    A question that names no key gets ``pooled`` unchanged."""
+    the window that holds it — the cell is what is shown, the reader's choice among cells stands. When the table's
+    header row (the window's own, or ``meta["table_header"]`` for a window that begins inside the table) names the
+    column asked about (``terms``: a text's content terms), only that column's cell is a candidate. Prose spans
+    stay. A question that names no key gets ``pooled`` unchanged."""
     hits = [named(query, keyed_lines(w.content), w.content) for w in windows]
     if not any(hits):
         return pooled
+    if terms is not None:
+        asked = terms(query)
+        hits = [[in_asked_column(row, w.content, (w.meta or {}).get("table_header"), asked, terms) for row in rows]
+                for w, rows in zip(windows, hits)]
     out = [p for p in pooled
            if not any(s <= p[0].char_start < e for s, e, _kind in structured_blocks(p[1].content))]
     for i, rows in enumerate(hits):

@@ -12,6 +12,7 @@ from haystack.dataclasses import ExtractedAnswer
 
 from components.core.reading import sentence_reader, short_answer
 from components.core.text.analysis import Analyzer
+from components.core.text.key_terms import content_terms
 from components.core.errors import SpanQAError
 from components.core.params import check_choice, check_number, check_positive_int
 from components.core.memo import MISSING, Memo
@@ -324,7 +325,8 @@ class ExtractiveReader:
                   for span in d.spans]
         pooled.sort(key=lambda p: p[0].logit, reverse=True)  # stable: window order on ties
         # a question that names a table row or config line by its key is answered from that row's cells
-        pooled = named_rows_only(query, pooled, windows, per_window, self.calibration_factor)
+        pooled = named_rows_only(query, pooled, windows, per_window, self.calibration_factor,
+                                 lambda text: content_terms(text, self._analyzer))
         pooled = dedup_by_overlap(pooled, lambda p: (p[1].id, p[0].char_start, p[0].char_end), self.overlap_threshold)
         # a span inside a sentence that addresses the reader ("answer that ...") is never an answer, nor one that runs
         # across two cells or rows of a table or two lines of code

@@ -75,3 +75,23 @@ def test_bad_widen_target_and_mode_are_clear_errors(store):
     doc = hit("S1 one.", 0.1)
     with pytest.raises(SpanQAError, match="widen_to"):
         SentenceWindowExpander(store, mode="widen").run(documents=[doc])
+
+
+def test_a_window_that_begins_inside_a_table_carries_the_tables_header_row(tmp_path):
+    rows = "".join(f"| S{i} | {i * 10} | {i * 7} |\n" for i in range(1, 9))
+    text = "# Stock\n\nStock by site.\n\n| Site | Bolts | Nuts |\n|---|---|---|\n" + rows
+    (tmp_path / "stock.md").write_text(text)
+    s = SpanStore(data_dir=str(tmp_path), cache_dir=str(tmp_path / ".cache"), progress=False)
+    s.open()
+    start = text.index("| S6 |")
+    row = Document(id="r", content="| S6 | 60 | 42 |", score=1.0,
+                   meta={"doc_id": "stock.md", "char_start": start, "char_end": start + 16})
+    (w,) = SentenceWindowExpander(s, window=1).run(documents=[row])["documents"]
+    assert w.content == "| S5 | 50 | 35 |\n| S6 | 60 | 42 |\n| S7 | 70 | 49 |"
+    assert w.meta["table_header"] == "| Site | Bolts | Nuts |"
+    first = text.index("| S1 |")
+    (top,) = SentenceWindowExpander(s, window=1).run(documents=[Document(
+        id="t", content="| S1 | 10 | 7 |", score=1.0,
+        meta={"doc_id": "stock.md", "char_start": first, "char_end": first + 15})])["documents"]
+    assert top.content.startswith("| Site | Bolts | Nuts |") or top.content.startswith("Stock")
+    assert "table_header" not in top.meta  # the window holds its header row

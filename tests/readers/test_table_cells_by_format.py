@@ -121,3 +121,24 @@ def test_a_config_question_gets_the_value_offsets(reader):
     best = next(a for a in answers if a.data is not None)
     start = text.index("max_client_conn = ") + len("max_client_conn = ")
     assert (best.meta["char_start"], best.meta["char_end"], best.data) == (start, start + 3, "100")
+
+
+def test_a_multi_column_row_answers_the_column_named_from_a_window_inside_the_table(reader):
+    """A window that begins inside a wide table (its header row not in it): the expander's ``table_header`` names
+    the columns, and the cell under the column the question names is the answer, with its exact offsets."""
+    from components.core.text.splitting import header_above
+
+    rows = [("Alabama", "18,870", "23,022", "22,650", "71,137"), ("Alaska", "209", "3,062", "3,209", "7,095"),
+            ("Arizona", "2,303", "12,382", "9,041", "27,087"), ("Arkansas", "3,298", "6,359", "11,611", "25,048")]
+    text = ("Firearm background checks by state, November.\n\n| State | Permit | Handgun | Long Gun | Totals |\n"
+            "|---|---|---|---|---|\n" + "".join(f"| {' | '.join(r)} |\n" for r in rows))
+    start = text.index("| Alaska")
+    s, e = header_above(text, start)
+    window = Document(content=text[start:], meta={"doc_id": "checks.md", "char_start": start, "char_end": len(text),
+                                                  "table_header": text[s:e]})
+    for question, want in (("How many long gun checks did Arizona have?", "9,041"),
+                           ("How many handgun checks were there in Arkansas?", "6,359"),
+                           ("How many checks were run in Alaska in total?", "7,095")):
+        best = next(a for a in reader.run(query=question, documents=[window])["answers"] if a.data is not None)
+        at = text.index(want)
+        assert (best.data, best.meta["char_start"], best.meta["char_end"]) == (want, at, at + len(want)), question

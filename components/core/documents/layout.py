@@ -21,7 +21,7 @@ import re
 from bisect import bisect_right
 from typing import Any
 
-from components.core.text.splitting import PROSE, split_blocks
+from components.core.text.splitting import PROSE, is_rule, split_blocks, table_line_at, table_lines_above
 
 _ATX = re.compile(r"[ \t]{0,3}(#{1,6})[ \t]+(.+?)(?:[ \t]+#+)?[ \t]*$")
 HEADING_SEPARATOR = " › "
@@ -85,25 +85,12 @@ def chunk_location(layout: dict | None, start: int) -> dict[str, Any]:
     return out
 
 
-_ROW = re.compile(r"[ \t]*\|.*\|[ \t]*$")
-_RULE = re.compile(r"[ \t]*\|?[ \t:|-]+\|?[ \t]*$")
-
-
 def table_row(text: str, offset: int) -> int | None:
     """The 1-based data row of the pipe table whose line holds ``offset`` (0: the header row), else None."""
-    line_start = text.rfind("\n", 0, offset) + 1
-    line_end = text.find("\n", offset)
-    line_end = len(text) if line_end == -1 else line_end
-    if not _ROW.match(text, line_start, line_end) or _RULE.match(text, line_start, line_end):
+    line = table_line_at(text, offset)
+    if line is None:
         return None
-    rows, pos = 0, line_start
-    while pos > 0:  # count the table's row lines above (the |---| rule is not a row)
-        prev = text.rfind("\n", 0, pos - 1) + 1
-        if not _ROW.match(text, prev, pos - 1):
-            break
-        rows += 0 if _RULE.match(text, prev, pos - 1) else 1
-        pos = prev
-    return rows
+    return sum(not is_rule(text[s:e]) for s, e in table_lines_above(text, line[0]))  # the |---| rule is not a row
 
 
 def locate(document: Any, start: int, end: int) -> dict[str, Any]:

@@ -22,7 +22,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from components.core.text.analysis import english_stopwords
-from components.core.text.splitting import CODE, TABLE, _KEY_LINE, _TABLE_RULE, _lines, split_blocks
+from components.core.text.splitting import (CODE, TABLE, _KEY_LINE, _TABLE_RULE, _lines, split_blocks,
+                                            table_header_line)
 
 
 @dataclass(frozen=True)
@@ -30,6 +31,8 @@ class Keyed:
     key: tuple[int, int]  # the first cell / the key
     values: tuple[tuple[int, int], ...]  # the other non-empty cells / the value (quotes left out)
     line: tuple[int, int]  # the whole row / line
+    columns: tuple[int, ...] = ()  # a table row's: the column of each value (the key's is 0)
+    header: tuple[int, int] | None = None  # a table row's: the header row of its table, when ``text`` holds it
 
 
 def row_cells(text: str, start: int, end: int) -> list[tuple[int, int]]:
@@ -55,13 +58,14 @@ def keyed_lines(text: str) -> tuple[Keyed, ...]:
     out: list[Keyed] = []
     for block in split_blocks(text):
         if block.kind == TABLE:
-            for n, (ls, le) in enumerate(_lines(text, block.start, block.end)):
-                if n == 0 or _TABLE_RULE.match(text[ls:le]):
+            header = table_header_line(text, block.start, block.end)  # None: the text begins inside the table
+            for ls, le in _lines(text, block.start, block.end):
+                if (ls, le) == header or _TABLE_RULE.match(text[ls:le]):
                     continue  # the header row names the columns, not a row
                 cells = row_cells(text, ls, le)
-                values = tuple(c for c in cells[1:] if c[1] > c[0])
-                if cells and cells[0][1] > cells[0][0] and values:
-                    out.append(Keyed(cells[0], values, (ls, le)))
+                columns = tuple(i for i, c in enumerate(cells) if i > 0 and c[1] > c[0])
+                if cells and cells[0][1] > cells[0][0] and columns:
+                    out.append(Keyed(cells[0], tuple(cells[i] for i in columns), (ls, le), columns, header))
         elif block.kind == CODE:
             for ls, le in _lines(text, block.start, block.end):
                 m = _KEY_LINE.match(text, ls, le)
@@ -91,3 +95,39 @@ def named(query: str, keyed: tuple[Keyed, ...] | list[Keyed], text: str) -> list
     """The rows and lines of ``keyed`` (of ``text``) whose key ``query`` names."""
     return [k for k in keyed if names_key(query, text[k.key[0] : k.key[1]])]
 
+
+def asked_column(question_terms: set[str], names: list[str], terms) -> int | None:
+    """The column (≥ 1: the first names the row) whose header shares the most content terms with the question, the
+    leftmost among equals (under a two-line header the plain name is the first group's); None when no header
+    shares a term. ``terms(text)`` makes a text's content terms the way ``question_terms`` were made.
+
+    >>> words = lambda t: set(t.lower().split())
+    >>> asked_column({"long", "gun", "pennsylvania"}, ["State", "Handgun", "Long Gun", "Long Gun"], words)
+    2
+    """
+    overlap = [len(terms(name) & question_terms) if i else 0 for i, name in enumerate(names)]
+    best = max(range(len(names)), key=lambda i: (overlap[i], -i), default=0)
+    return best if best and overlap[best] else None
+
+
+def in_asked_column(row: Keyed, text: str, header_text: str | None, question_terms: set[str], terms) -> Keyed:
+    """``row`` with only its value under the column the question asks about, when a header row names one — the
+    table's own (``row.header``) or, for a text that begins inside the table, ``header_text`` (its header row,
+    from the source); ``row`` unchanged when no header aligns with the row's cells or none is asked about."""
+    if not row.columns:
+        return row
+    if row.header is not None:
+        names = [text[s:e] for s, e in row_cells(text, *row.header)]
+    elif header_text:
+        names = [header_text[s:e] for s, e in row_cells(header_text, 0, len(header_text))]
+    else:
+        return row
+    if len(names) != len(row_cells(text, *row.line)):
+        return row
+    column = asked_column(question_terms, names, terms)
+    if column is None:
+        return row
+    if column not in row.columns:  # the column asked about is empty in this row: it answers nothing
+        return Keyed(row.key, (), row.line, (), row.header)
+    i = row.columns.index(column)
+    return Keyed(row.key, (row.values[i],), row.line, (column,), row.header)

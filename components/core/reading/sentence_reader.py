@@ -62,7 +62,8 @@ from components.core.text.analysis import (
     opens_with_reference,
 )
 from components.core.text.injection import is_directive
-from components.core.text.splitting import CODE, TABLE, Span, key_definitions, named_keys, split_blocks, split_units
+from components.core.text.splitting import (CODE, TABLE, Span, key_definitions, named_keys, split_blocks, split_units,
+                                            table_header_line)
 from components.core.text.key_terms import key_terms as key_terms_named
 
 COSINE_WEIGHT = 0.5
@@ -124,12 +125,16 @@ def window_units(text: str) -> list[Unit]:
     units = []
     for b, block in enumerate(split_blocks(text)):
         parts = split_units(text, block)
-        header = parts[0].slice(text) if block.kind == TABLE and parts else ""
-        for i, u in enumerate(parts):
+        # a table's header row (none when the text begins inside the table: its first row is a row)
+        head = table_header_line(text, block.start, block.end) if block.kind == TABLE else None
+        header = text[head[0]:head[1]].strip() if head else ""
+        for u in parts:
             body = u.slice(text)
             directive = is_directive(body)
             if block.kind == TABLE:
-                units.append(Unit(u, b, header if i > 0 else "", answerable=i > 0 and not directive, directive=directive))
+                is_header = head is not None and u.start <= head[1] and head[0] <= u.start
+                units.append(Unit(u, b, "" if is_header else header, answerable=not is_header and not directive,
+                                  directive=directive))
             elif block.kind == CODE:
                 units.append(Unit(u, b, answerable=not _BARE_FENCE.fullmatch(body) and not directive, directive=directive))
             else:

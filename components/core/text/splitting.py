@@ -58,6 +58,51 @@ def _lines(text: str, start: int, end: int):
         pos = stop + 1
 
 
+def is_rule(line: str) -> bool:
+    """Whether ``line`` is a pipe table's rule line (``|---|:--|``)."""
+    return "-" in line and _TABLE_RULE.match(line) is not None
+
+
+def table_header_line(text: str, start: int, end: int) -> tuple[int, int] | None:
+    """The header row of the pipe table ``text[start:end]``: its first line when a rule line (``|---|``) follows
+    it; None for a table seen from inside (a window that begins at one of its rows)."""
+    lines = _lines(text, start, end)
+    first, second = next(lines, None), next(lines, None)
+    return first if first is not None and second is not None and is_rule(text[second[0]:second[1]]) else None
+
+
+def table_line_at(text: str, pos: int) -> tuple[int, int] | None:
+    """The line holding ``pos`` when it is a row of a pipe table (not its rule line), else None."""
+    line_start = text.rfind("\n", 0, pos) + 1
+    nl = text.find("\n", pos)
+    line_end = len(text) if nl == -1 else nl
+    line = text[line_start:line_end]
+    return (line_start, line_end) if _TABLE_ROW.match(line) and not is_rule(line) else None
+
+
+def table_lines_above(text: str, line_start: int) -> list[tuple[int, int]]:
+    """The lines of the pipe table above the line beginning at ``line_start`` (rule line included), top first."""
+    lines, top = [], line_start
+    while top > 0:
+        prev = text.rfind("\n", 0, top - 1) + 1
+        line = text[prev: top - 1]
+        if not (_TABLE_ROW.match(line) or is_rule(line)):
+            break
+        lines.append((prev, top - 1))
+        top = prev
+    return lines[::-1]
+
+
+def header_above(text: str, pos: int) -> tuple[int, int] | None:
+    """The header row of the pipe table whose row holds ``pos``, when that header lies above the row (a window that
+    begins inside a table does not hold its column names)."""
+    row = table_line_at(text, pos)
+    above = table_lines_above(text, row[0]) if row else []
+    if len(above) >= 2 and is_rule(text[above[1][0]:above[1][1]]):
+        return above[0]
+    return None
+
+
 def split_blocks(text: str, start: int = 0, end: int | None = None) -> list[Span]:
     """Split ``text[start:end]`` into blocks: prose paragraphs, fenced code blocks and pipe tables.
 

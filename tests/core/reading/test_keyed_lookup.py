@@ -57,3 +57,63 @@ def test_a_range_is_scored_on_its_own_tokens_and_only_when_the_window_holds_it()
     assert range_logit(d, 6, 19).logit == 0.5 + 0.4
     assert range_logit(d, 1, 15) is None  # not on a token boundary
     assert range_logit(d, 0, 30) is None  # past the window
+
+
+CHECKS = ("Checks by state.\n\n| State | Permit | Handgun | Long Gun | Handgun | Long Gun | Totals |\n"
+          "|---|---|---|---|---|---|---|\n| Alabama | 18,870 | 23,022 | 22,650 | 14 | 15 | 71,137 |\n"
+          "| Alaska | 209 | 3,062 | 3,209 | 9 |  | 7,095 |\n| Arizona | 2,303 | 12,382 | 9,041 | 5 | 3 | 27,087 |\n")
+
+
+def _terms(text: str) -> set[str]:
+    from components.core.text.analysis import Analyzer
+    from components.core.text.key_terms import content_terms
+
+    return content_terms(text, Analyzer())  # the reader's: question words ("what", "how", "mean") are no terms
+
+
+def _asked(question: str, text: str, header: str | None = None) -> list[str]:
+    from components.core.reading.keyed_lookup import in_asked_column
+
+    rows = named(question, keyed_lines(text), text)
+    assert len(rows) == 1, rows
+    row = in_asked_column(rows[0], text, header, _terms(question), _terms)
+    return [text[s:e] for s, e in row.values]
+
+
+def test_the_column_a_question_names_is_the_only_candidate_leftmost_among_equal_names():
+    assert _asked("How many handgun checks were there in Alabama?", CHECKS) == ["23,022"]  # not the second Handgun
+    assert _asked("How many long gun checks did Arizona have?", CHECKS) == ["9,041"]
+    assert _asked("How many checks were run in Alaska in total?", CHECKS) == ["7,095"]  # Totals: the stem "total"
+    assert _asked("How many permit checks did Arizona record?", CHECKS) == ["2,303"]
+    # no header names what is asked: every value cell stays a candidate, the reader chooses
+    assert _asked("What happened in Alabama?", CHECKS) == ["18,870", "23,022", "22,650", "14", "15", "71,137"]
+
+
+def test_a_text_that_begins_inside_a_table_reads_its_first_line_as_a_row_and_takes_the_header_from_the_source():
+    from components.core.text.splitting import header_above
+
+    start = CHECKS.index("| Alaska")
+    window = CHECKS[start:]
+    assert [window[k.key[0]:k.key[1]] for k in keyed_lines(window)] == ["Alaska", "Arizona"]  # Alaska is no header
+    s, e = header_above(CHECKS, start)
+    header = CHECKS[s:e]
+    assert header.startswith("| State | Permit |")
+    assert _asked("How many long gun checks did Arizona have?", window, header) == ["9,041"]
+    assert _asked("How many long gun checks did Arizona have?", window) == [  # no header known: every cell
+        "2,303", "12,382", "9,041", "5", "3", "27,087"]
+
+
+def test_a_question_word_never_names_a_column():
+    text = "| Code | Meaning | What to try |\n|---|---|---|\n| ERR-8844 | Voltage too low | Use the 12 V adapter |\n"
+    assert _asked("What does ERR-8844 indicate?", text) == ["Voltage too low", "Use the 12 V adapter"]  # both stay
+    assert _asked("What should I try for ERR-8844?", text) == ["Use the 12 V adapter"]
+
+
+def test_an_empty_asked_cell_gives_no_candidate():
+    from components.core.reading.keyed_lookup import Keyed, in_asked_column
+
+    text = "| Code | Meaning | Fix |\n|---|---|---|\n| E1 | Disk full |  |\n"
+    row = named("What is the fix for E1?", keyed_lines(text), text)[0]
+    assert [text[s:e] for s, e in row.values] == ["Disk full"]
+    assert in_asked_column(row, text, None, _terms("What is the fix for E1?"), _terms).values == ()
+    assert isinstance(row, Keyed) and row.columns == (1,)

@@ -90,3 +90,23 @@ def test_sentence_spans_are_pysbds_own(piece):
 
     want = [(s.sent, s.start, s.end) for s in _segmenter().segment(piece)]
     assert [(s.sent, s.start, s.end) for s in _pysbd_spans(piece)] == want
+
+
+def test_a_tables_header_row_is_the_line_before_its_rule_and_is_found_from_inside_the_table():
+    from components.core.documents.layout import table_row
+    from components.core.text.splitting import header_above, is_rule, table_header_line
+
+    text = "Intro.\n\n| Code | Meaning |\n|---|:--|\n| E1 | one |\n| E2 | two |\n\nAfter.\n"
+    start = text.index("| Code")
+    end = text.index("\n\nAfter")
+    assert table_header_line(text, start, end) == (start, text.index("\n", start))
+    inside = text.index("| E1")
+    assert table_header_line(text, inside, end) is None  # seen from a row on: no header
+    assert header_above(text, text.index("E2")) == (start, text.index("\n", start))  # any offset in the row
+    assert header_above(text, start) is None  # the header itself has none above
+    assert header_above(text, text.index("Intro")) is None  # prose
+    assert is_rule("|---|:--|") and not is_rule("| | |")  # an empty header row is a row, not a rule
+    # the data row numbers of locate(): an empty header row (a PDF table without one) is row 0, not skipped
+    empty = "| | |\n|---|---|\n| E1 | one |\n"
+    assert [table_row(empty, empty.index(x)) for x in ("| |", "E1")] == [0, 1]
+    assert [table_row(text, text.index(x)) for x in ("Code", "E1", "E2")] == [0, 1, 2]
