@@ -102,6 +102,33 @@ def cut_ties(rows: list, k: int, score_at: int, n_at: int) -> bool:
     return n_scored > k and floor == scores[k - 1]
 
 
+def fused_search(store, tokens: list[str], query: str, k: int, selection: Selection, params: BM25Params,
+                 rrf_k: float = 60, weights: dict[str, float] | None = None):
+    """A PgSpanStore's BM25 and dense lists and their RRF fusion in one statement (``HYBRID_TAIL``):
+    ``(bm25, dense, fused)`` as ``hybrid_search`` returns them."""
+    vec = "[" + ",".join(repr(float(x)) for x in store.embed_query(query, selection.scope)) + "]"
+    w = weights or {}
+    for ties in (False, True):
+        ctes, args, names, where, fparams = store._bm25_statement(tokens or [""], k, selection, params, ties)
+        args = (*args, vec, *fparams, vec, k, float(w.get("bm25", 1.0)), float(rrf_k),
+                float(w.get("dense", 1.0)), float(rrf_k))
+        rows = store._conn().execute(ctes + sql.SQL(HYBRID_TAIL).format(
+            where=where or sql.SQL(""), **names), args, binary=True).fetchall()
+        if ties or not cut_ties(rows, k, 4, 9):
+            break
+    bm25, dense, fused = [], [], []
+    for cid, content, meta, emb, b_score, b_rank, d_score, d_rank, rrf, _, _ in rows:
+        doc = store._document(cid, content, meta, emb)
+        if b_rank is not None:
+            bm25.append((int(b_rank), doc, float(b_score)))
+        if d_rank is not None:
+            dense.append((int(d_rank), doc, float(d_score)))
+        ranks = {name: int(r) for name, r in (("bm25", b_rank), ("dense", d_rank)) if r is not None}
+        fused.append((cid, float(rrf), ranks))
+    ordered = [[(doc, score) for _, doc, score in sorted(hits, key=lambda h: h[0])] for hits in (bm25, dense)]
+    return ordered[0], ordered[1], fused[:k]
+
+
 def mean_idf(histogram, n: float) -> float:
     """The mean of rank_bm25's idf over a vocabulary given as ``[(df, number of terms)]``, summed exactly."""
     import math

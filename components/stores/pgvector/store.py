@@ -255,31 +255,9 @@ class PgSpanStore(StoreBase):
 
     def hybrid_search(self, tokens: list[str], query: str, k: int, selection: Selection, params: BM25Params,
                       rrf_k: float = 60, weights: dict[str, float] | None = None):
-        """BM25, dense and their RRF fusion in **one SQL statement** (one round trip)."""
-        from psycopg import sql
-
+        """BM25, dense and their RRF fusion in **one SQL statement** (one round trip): ``pg_bm25.fused_search``."""
         self.open()
-        vec = "[" + ",".join(repr(float(x)) for x in self.embed_query(query, selection.scope)) + "]"
-        w = weights or {}
-        for ties in (False, True):
-            ctes, args, names, where, fparams = self._bm25_statement(tokens or [""], k, selection, params, ties)
-            args = (*args, vec, *fparams, vec, k, float(w.get("bm25", 1.0)), float(rrf_k),
-                    float(w.get("dense", 1.0)), float(rrf_k))
-            rows = self._conn().execute(ctes + sql.SQL(pg_bm25.HYBRID_TAIL).format(
-                where=where or sql.SQL(""), **names), args, binary=True).fetchall()
-            if ties or not pg_bm25.cut_ties(rows, k, 4, 9):
-                break
-        bm25, dense, fused = [], [], []
-        for cid, content, meta, emb, b_score, b_rank, d_score, d_rank, rrf, _, _ in rows:
-            doc = self._document(cid, content, meta, emb)
-            if b_rank is not None:
-                bm25.append((int(b_rank), doc, float(b_score)))
-            if d_rank is not None:
-                dense.append((int(d_rank), doc, float(d_score)))
-            ranks = {name: int(r) for name, r in (("bm25", b_rank), ("dense", d_rank)) if r is not None}
-            fused.append((cid, float(rrf), ranks))
-        ordered = [[(doc, score) for _, doc, score in sorted(hits, key=lambda h: h[0])] for hits in (bm25, dense)]
-        return ordered[0], ordered[1], fused[:k]
+        return pg_bm25.fused_search(self, tokens, query, k, selection, params, rrf_k, weights)
 
     @staticmethod
     def _document(cid: str, content: str, meta: dict, embedding) -> Document:
