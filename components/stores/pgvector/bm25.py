@@ -145,6 +145,7 @@ _POSTING = np.dtype([("n", ">i2"), ("l1", ">i4"), ("ckey", ">i4"), ("l2", ">i4")
 _MAPPED = np.dtype([("n", ">i2"), ("l1", ">i4"), ("ckey", ">i4"), ("l2", ">i4"), ("doc", ">i4")])  # (ckey, doc)
 FILTER_MASKS = 32  # metadata filters whose rows a mirror keeps (a boolean per row each: 1 MB at 1M chunks)
 COPY_GROUP = 8 << 20  # bytes of binary COPY parsed at once
+_MASKS_LOCK = threading.Lock()
 
 
 def copy_rows(conn, statement, dtype: np.dtype):
@@ -277,7 +278,8 @@ def filter_rows(store, mirror: Mirror, filters: dict) -> np.ndarray | None:
     from components.stores.pgvector import filters as pg_filters
 
     key = json.dumps(filters, sort_keys=True, default=str)
-    rows = mirror.masks.pop(key, None)
+    with _MASKS_LOCK:
+        rows = mirror.masks.pop(key, None)
     if rows is None:
         where, fparams = pg_filters.selection_clause(Selection(filters=filters), "c0", id_table=None)
         conn = store._conn()
@@ -288,9 +290,10 @@ def filter_rows(store, mirror: Mirror, filters: dict) -> np.ndarray | None:
             keys = conn.execute(q("SELECT m.ckey FROM {chunks} AS c0 JOIN {chunkmap} AS m ON m.chunk_id = c0.id",
                                   store.tables) + (where or sql.SQL("")), fparams).fetchall()
         rows = mirror.rows_of_keys(np.fromiter((k for (k,) in keys), dtype=np.int64, count=len(keys)))
+    with _MASKS_LOCK:  # searches of several threads share the mirror
         while len(mirror.masks) >= FILTER_MASKS:
             mirror.masks.pop(next(iter(mirror.masks)), None)
-    mirror.masks[key] = rows  # last used goes last
+        mirror.masks[key] = rows  # last used goes last
     return rows
 
 
