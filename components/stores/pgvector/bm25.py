@@ -149,31 +149,30 @@ _MASKS_LOCK = threading.Lock()
 
 
 def copy_rows(conn, statement, dtype: np.dtype):
-    """The rows of ``COPY (…) TO STDOUT (FORMAT binary)`` as numpy structured arrays, block by block (no Python
-    object per row); every column must be of fixed width (``dtype`` names its length words)."""
-    pending, header, blocks, size = b"", True, [], 0
+    """The rows of ``COPY (…) TO STDOUT (FORMAT binary)`` as numpy structured arrays, in groups of ``COPY_GROUP``
+    bytes (no Python object per row, few numpy calls); every column must be of fixed width (``dtype`` names its
+    length words)."""
 
-    def parsed(data: bytes):
+    def groups():
+        blocks, size = [], 0
+        with conn.cursor().copy(statement) as copy:
+            for block in copy:  # blocks of a few kB
+                blocks.append(bytes(block))
+                size += len(blocks[-1])
+                if size >= COPY_GROUP:
+                    yield b"".join(blocks)
+                    blocks, size = [], 0
+        yield b"".join(blocks)
+
+    pending, header = b"", True
+    for group in groups():
+        data = pending + group
+        if header and data:  # PGCOPY signature, flags, header extension length (+ extension)
+            data, header = data[19 + int.from_bytes(data[15:19], "big"):], False
         whole = len(data) // dtype.itemsize  # the 2-byte trailer (-1) never makes a whole row
-        return np.frombuffer(data, dtype=dtype, count=whole), data[whole * dtype.itemsize:]
-
-    with conn.cursor().copy(statement) as copy:
-        for block in copy:  # blocks of a few kB, parsed in groups of COPY_GROUP bytes (fewer numpy calls)
-            blocks.append(bytes(block))
-            size += len(blocks[-1])
-            if size < COPY_GROUP:
-                continue
-            data, blocks, size = pending + b"".join(blocks), [], 0
-            if header:  # PGCOPY signature, flags, header extension length (+ extension)
-                data, header = data[19 + int.from_bytes(data[15:19], "big"):], False
-            rows, pending = parsed(data)
-            yield rows
-    data = pending + b"".join(blocks)
-    if header and data:
-        data = data[19 + int.from_bytes(data[15:19], "big"):]
-    rows, pending = parsed(data)
-    if len(rows):
-        yield rows
+        if whole:
+            yield np.frombuffer(data, dtype=dtype, count=whole)
+        pending = data[whole * dtype.itemsize:]
     if pending != b"\xff\xff":
         raise RuntimeError(f"binary COPY ended with {len(pending)} unread bytes, not its trailer")
 

@@ -89,10 +89,10 @@ class PrepareAndEmbed:
                                      convert_to_numpy=True, show_progress_bar=False) if texts
                    else np.zeros((0, 0), np.float32))
         at = 0
-        for row in rows:
-            row["vectors"] = pickle.dumps(np.asarray(vectors[at: at + len(row["texts"])], dtype=np.float32))
-            at += len(row["texts"])
-            row["texts"] = len(row["texts"])
+        for row in rows:  # the texts stay here: the driver writes the prepared chunks and their vectors
+            n = len(row.pop("texts"))
+            row["vectors"] = pickle.dumps(np.asarray(vectors[at: at + n], dtype=np.float32))
+            at += n
         return {key: [row[key] for row in rows] for key in rows[0]} if rows else {}
 
 
