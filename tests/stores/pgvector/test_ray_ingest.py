@@ -99,6 +99,11 @@ def run_index(corpus, prefix, address, dsn) -> subprocess.Popen:
                             stderr=subprocess.PIPE, text=True)
 
 
+def report(out: str) -> dict:
+    """The driver's report (a dict literal), its last such line: Ray may log to stdout after it (a restarted task)."""
+    return eval(next(line for line in reversed(out.splitlines()) if line.startswith("{")))
+
+
 def test_ray_index_writes_what_a_local_build_writes_and_resumes(pg_dsn, ray_cluster, corpus):
     local = PgSpanStore(data_dir=str(corpus), table_prefix="ray_local", progress=False)
     local.open()
@@ -123,7 +128,7 @@ def test_ray_index_writes_what_a_local_build_writes_and_resumes(pg_dsn, ray_clus
     second = run_index(corpus, "ray_remote", ray_cluster, pg_dsn)
     out, errors = second.communicate(timeout=600)
     assert second.returncode == 0, errors[-3000:]
-    done = eval(out.strip().splitlines()[-1])  # the driver's report (a dict literal)
+    done = report(out)  # the driver's report (a dict literal)
     assert done["nodes"] == 2
     assert done["written"] + done["unchanged"] == len(want["documents"])
     assert done["unchanged"] == (partial if killed else len(want["documents"]))
@@ -172,6 +177,6 @@ def test_a_ray_worker_killed_mid_index_leaves_the_complete_index(pg_dsn, ray_clu
     assert killed, f"no Ray Data worker was found to kill while the index was written: {errors[-2000:]}"
     assert killed[0][1] < len(want["documents"]), "the worker was killed after every document was written"
     assert run.returncode == 0, errors[-3000:]
-    done = eval(out.strip().splitlines()[-1])
+    done = report(out)
     assert done["written"] == len(want["documents"]) and done["unchanged"] == 0
     same(tables(remote), want)
