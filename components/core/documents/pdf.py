@@ -20,6 +20,7 @@ import threading
 from pathlib import Path
 import ctypes
 import math
+from dataclasses import dataclass
 from typing import Any
 
 from components.core.documents.errors import ConversionError
@@ -98,9 +99,24 @@ def drawn_size(textpage, i: int) -> float:
     return font
 
 
-def hidden_chars(textpage, raw: str, min_pt: float = DEFAULT_MIN_PT) -> set[int]:
-    """PDFium's indices of the characters of a page a reader does not see (``visibility.pdf_char_hidden``):
-    invisible or clip-only render mode, white or transparent fill, under ``min_pt`` points, outside the page."""
+@dataclass(frozen=True)
+class PageChars:
+    """What one pass over a page's characters learns (``page_chars``): PDFium's indices of the characters no reader
+    sees, and for each other non-space character its box (left, right, bottom, top), drawn size in points and font
+    weight (0: unknown)."""
+
+    invisible: set[int]
+    boxes: dict[int, tuple[float, float, float, float]]
+    sizes: dict[int, float]
+    weights: dict[int, int]
+
+
+def page_chars(textpage, raw: str, min_pt: float = DEFAULT_MIN_PT) -> PageChars:
+    """One pass over a page's characters: a box per character, and the rest per text object. Render mode, fill,
+    font size, matrix and font belong to the text object a character was drawn by (PDFium reads every one of them
+    from it), so they are asked once per object; a character with no object is asked alone. Visibility is
+    ``visibility.pdf_char_hidden``: invisible or clip-only render mode, white or transparent fill, under ``min_pt``
+    points, outside the page."""
     import pypdfium2.raw as pdfium_c
 
     try:
@@ -109,21 +125,42 @@ def hidden_chars(textpage, raw: str, min_pt: float = DEFAULT_MIN_PT) -> set[int]
         page_box = None
     r, g, b, a = (ctypes.c_uint() for _ in range(4))
     left, right, bottom, top = (ctypes.c_double() for _ in range(4))
-    out = set()
+    rgba = tuple(ctypes.byref(c) for c in (r, g, b, a))
+    ltrb = tuple(ctypes.byref(c) for c in (left, right, bottom, top))
+    raw_page = textpage.raw
+    per_object: dict[int, tuple] = {}
+
+    def object_facts(i: int, obj) -> tuple:
+        mode = pdfium_c.FPDFTextObj_GetTextRenderMode(obj) if obj else None
+        fill = (r.value, g.value, b.value, a.value) if pdfium_c.FPDFText_GetFillColor(raw_page, i, *rgba) else None
+        size = drawn_size(textpage, i)
+        hidden = pdf_char_hidden(mode, fill, size, None, None, min_pt) is not None  # the object's part of the test
+        return hidden, size, max(int(pdfium_c.FPDFText_GetFontWeight(raw_page, i)), 0)
+
+    out = PageChars(set(), {}, {}, {})
     for i, ch in enumerate(raw):
         if ch.isspace() or ch in "\x00\x02":
             continue
-        obj = pdfium_c.FPDFText_GetTextObject(textpage.raw, i)
-        mode = pdfium_c.FPDFTextObj_GetTextRenderMode(obj) if obj else None
-        fill = (r.value, g.value, b.value, a.value) if pdfium_c.FPDFText_GetFillColor(
-            textpage.raw, i, ctypes.byref(r), ctypes.byref(g), ctypes.byref(b), ctypes.byref(a)) else None
-        box = None
-        if page_box is not None and pdfium_c.FPDFText_GetCharBox(textpage.raw, i, ctypes.byref(left), ctypes.byref(right),
-                                                            ctypes.byref(bottom), ctypes.byref(top)):
-            box = (left.value, right.value, bottom.value, top.value)
-        if pdf_char_hidden(mode, fill, drawn_size(textpage, i), box, page_box, min_pt):
-            out.add(i)
+        obj = pdfium_c.FPDFText_GetTextObject(raw_page, i)
+        key = ctypes.cast(obj, ctypes.c_void_p).value if obj else None
+        facts = per_object.get(key) if key is not None else None
+        if facts is None:
+            facts = object_facts(i, obj)
+            if key is not None:
+                per_object[key] = facts
+        hidden, size, weight = facts
+        box = (left.value, right.value, bottom.value, top.value) if pdfium_c.FPDFText_GetCharBox(raw_page, i, *ltrb) \
+            else None
+        if hidden or (box is not None and page_box is not None and pdf_char_hidden(None, None, 0, box, page_box)):
+            out.invisible.add(i)
+        elif box is not None:
+            out.boxes[i], out.sizes[i], out.weights[i] = box, size, weight
     return out
+
+
+def hidden_chars(textpage, raw: str, min_pt: float = DEFAULT_MIN_PT) -> set[int]:
+    """PDFium's indices of the characters of a page a reader does not see (``page_chars``)."""
+    return page_chars(textpage, raw, min_pt).invisible
 
 
 def _line_ranges(raw: str) -> list[tuple[int, int]]:
@@ -139,19 +176,18 @@ def _line_ranges(raw: str) -> list[tuple[int, int]]:
     return out
 
 
-def _glyphs(textpage, raw: str, lines: list[tuple[int, int]], invisible: set[int]) -> list[list[Glyph]]:
+def _glyphs(textpage, raw: str, lines: list[tuple[int, int]], chars: PageChars) -> list[list[Glyph]]:
     """Each line's visible characters with their extent along the page's text direction (the direction most
     lines run in: a page turned 90° has its rows running up the page); a line running another way has none."""
     import pypdfium2.raw as pdfium_c
 
-    left, right, bottom, top = (ctypes.c_double() for _ in range(4))
     x, y = ctypes.c_double(), ctypes.c_double()
 
     def origin(i: int) -> tuple[float, float]:
         pdfium_c.FPDFText_GetCharOrigin(textpage.raw, i, ctypes.byref(x), ctypes.byref(y))
         return x.value, y.value
 
-    visible = [[i for i in range(s, e) if not raw[i].isspace() and raw[i] not in "\x00\x02" and i not in invisible]
+    visible = [[i for i in range(s, e) if not raw[i].isspace() and raw[i] not in "\x00\x02" and i not in chars.invisible]
                for s, e in lines]
     angles = []
     for idx in visible:
@@ -167,12 +203,11 @@ def _glyphs(textpage, raw: str, lines: list[tuple[int, int]], invisible: set[int
         glyphs = []
         if angle == turn:
             for i in idx:
-                if not pdfium_c.FPDFText_GetCharBox(textpage.raw, i, ctypes.byref(left), ctypes.byref(right),
-                                                    ctypes.byref(bottom), ctypes.byref(top)):
+                box = chars.boxes.get(i)
+                if box is None:
                     continue
-                along = [left.value * dx + bottom.value * dy, right.value * dx + top.value * dy]
-                glyphs.append(Glyph(i, min(along), max(along), drawn_size(textpage, i),
-                                    max(int(pdfium_c.FPDFText_GetFontWeight(textpage.raw, i)), 0)))
+                lo, hi = box[0] * dx + box[2] * dy, box[1] * dx + box[3] * dy
+                glyphs.append(Glyph(i, min(lo, hi), max(lo, hi), chars.sizes[i], chars.weights[i]))
         out.append(glyphs)
     return out
 
@@ -191,10 +226,11 @@ def page_text(textpage, heading_titles: list[str] = (), min_pt: float = DEFAULT_
 
         raw = "".join(chr(pdfium_c.FPDFText_GetUnicode(textpage.raw, i) or 32) for i in range(n))
     breaks = _line_breaks(raw, textpage)
-    invisible = hidden_chars(textpage, raw, min_pt)
+    chars = page_chars(textpage, raw, min_pt)
+    invisible = chars.invisible
     titles = {t.strip().lower() for t in heading_titles if t.strip()}
     lines = _line_ranges(raw)
-    tables = {t.first_line: t for t in find_tables(_glyphs(textpage, raw, lines, invisible),
+    tables = {t.first_line: t for t in find_tables(_glyphs(textpage, raw, lines, chars),
                                                   [raw[s:e] for s, e in lines])}
     out: list[str] = []
     index: list[int] = []
