@@ -9,7 +9,12 @@ serial code of the <product>?" for every document in turn. An answer is **stale*
 the one whose re-index had finished before the question was asked; **mixed** when its spans quote two versions.
 Questions go on (at least ``--questions``) until the writer has finished all its rounds.
 
-    python benchmarks/reindex_visibility.py [--questions 200] [--rounds 20] [--docs 5] [--json]
+With ``--servers 2`` the questions go instead to two ``run.py … --serve`` processes (other ports, the same tables,
+answer cache on), in turn: so the writer is a third process, and each server must see the other's and the writer's
+re-index, its cache entries naming the index version they were answered from (issue 40's "0 stale or mixed answers
+during a re-index from a third process").
+
+    python benchmarks/reindex_visibility.py [--questions 200] [--rounds 20] [--docs 5] [--servers 0|2] [--json]
 """
 
 from __future__ import annotations
@@ -28,6 +33,7 @@ from pathlib import Path
 import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 ROOT = Path(__file__).resolve().parent.parent
 REINDEX = """
@@ -59,6 +65,8 @@ def main(argv=None) -> int:
     ap.add_argument("--rounds", type=int, default=20)
     ap.add_argument("--docs", type=int, default=1, choices=range(1, 9),
                     help="documents rewritten in turn (more than one: near-identical documents the reader confuses)")
+    ap.add_argument("--servers", type=int, default=0, choices=range(0, 5),
+                    help="0: ask in this process; N: ask N `run.py --serve` processes in turn over HTTP")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args(argv)
     from components.app.pipeline_io import load_pipeline
@@ -81,11 +89,31 @@ def main(argv=None) -> int:
             table_prefix="bench_visibility", progress=False)
         spec["metadata"]["spanqa"]["audit_log"] = None
         path = tmp / "pg.yaml"
-        path.write_text(yaml.safe_dump(spec))
-        pipeline, _ = load_pipeline(path, data=str(data))
-        runner = QueryRunner(pipeline, answer_cache_ttl_s=300)
-        pipeline.get_component(runner.verifier).min_confidence = 0.0
-        runner.warm_up()
+        servers = []
+        if args.servers:  # the served pipeline reads the same folder and tables; the answer cache stays on
+            from serving import Client, start_server
+
+            store = spec["components"]["retriever"]["init_parameters"]["document_store"]["init_parameters"]
+            store["data_dir"] = str(data)
+            spec["metadata"]["spanqa"]["answer_cache_ttl_s"] = 300
+            path = tmp / "extractive-postgres.yaml"
+            path.write_text(yaml.safe_dump(spec))
+            env = {**os.environ, "HF_HUB_OFFLINE": "1", "HAYSTACK_TELEMETRY_ENABLED": "false", "OMP_NUM_THREADS": "1"}
+            for k in range(args.servers):
+                servers.append(start_server(path, tmp / f"server-{k}.log", env=env))
+            clients = [Client(port, path.stem) for _, port in servers]
+
+            def ask(question: str, turn: int) -> dict:
+                return clients[turn % len(clients)].ask(question)
+        else:
+            path.write_text(yaml.safe_dump(spec))
+            pipeline, _ = load_pipeline(path, data=str(data))
+            runner = QueryRunner(pipeline, answer_cache_ttl_s=300)
+            pipeline.get_component(runner.verifier).min_confidence = 0.0
+            runner.warm_up()
+
+            def ask(question: str, turn: int) -> dict:
+                return public(runner.ask(question))
 
         visible: dict[int, list[tuple[float, int]]] = {n: [(0.0, 0)] for n in range(args.docs)}
         lock = threading.Lock()
@@ -108,7 +136,7 @@ def main(argv=None) -> int:
             n = asked % args.docs
             with lock:
                 expected = max(r for t, r in visible[n] if t <= time.time())
-            result = public(runner.ask(f"What is the serial code of the {NAMES[n]}?"))
+            result = ask(f"What is the serial code of the {NAMES[n]}?", asked // args.docs)
             asked += 1
             quoted = {int(v) for v, d in CODE.findall(" ".join([result["answer"] or ""] +
                                                                [s["text"] for s in result["spans"]])) if int(d) == n}
@@ -126,11 +154,14 @@ def main(argv=None) -> int:
                 first_after_new += expected in quoted
             time.sleep(0.05)
         writer.wait(timeout=600)
-    report = {"questions": asked, "reindexes": args.rounds, "stale": stale, "mixed": mixed,
+        for proc, _ in servers:
+            proc.terminate()
+            proc.wait(timeout=60)
+    report = {"servers": args.servers or "in process", "questions": asked, "reindexes": args.rounds, "stale": stale, "mixed": mixed,
               "not_answered": unanswered, "not_answered_reasons": reasons,
               "first_after_reindex_new": first_after_new, "first_after_reindex": first_after_total,
               "stale_examples": examples[:5], "load_average": os.getloadavg()}
-    print(f"{asked} questions while another process re-indexed {args.rounds} times: {stale} stale, {mixed} mixing "
+    print(f"{asked} questions to {args.servers or 'this'} process(es) while another process re-indexed {args.rounds} times: {stale} stale, {mixed} mixing "
           f"versions; {unanswered} not answered {reasons}; the first answer after a re-index quoted the new text "
           f"{first_after_new}/{first_after_total}; "
           f"load average {report['load_average'][0]:.2f}")

@@ -39,6 +39,7 @@ from haystack import logging
 from components.core.errors import SpanQAError
 from dataclasses import replace
 
+from components.core.memo import MISSING, Memo
 from components.core.verification.checks import UNSUPPORTED, Evidence
 from components.core.verification.judgements import (Judgement, judge_messages, nli_label_index, parse_judge_reply,
                                                      trained_judgement)
@@ -69,6 +70,7 @@ class JudgeBackend:
         self.active: str | None = "lexical" if backend == "lexical" else None
         self.served_by: str | None = "lexical" if backend == "lexical" else None
         self._tokenizer = self._nli_model = self._labels = self._generator = None
+        self._right_memo = Memo(maxsize=512)
 
     def _fall_back(self, what: str, exc: Exception) -> None:
         if self.fallback is None:
@@ -136,7 +138,13 @@ class JudgeBackend:
         return {name: float(probs[i]) for name, i in self._labels.items()}
 
     def right_probability(self, text_a: str, text_b: str) -> float:
-        """The trained verifier's P(right) for one ``verifier_pair``."""
+        """The trained verifier's P(right) for one ``verifier_pair`` (remembered: widening from sentence to
+        paragraph to section often judges the same answer in the same sentence again)."""
+        if (hit := self._right_memo.get((text_a, text_b))) is not MISSING:
+            return hit
+        return self._right_memo.put((text_a, text_b), self._right_probability(text_a, text_b))
+
+    def _right_probability(self, text_a: str, text_b: str) -> float:
         import torch
 
         enc = self._tokenizer(text_a, text_b, truncation="only_second",

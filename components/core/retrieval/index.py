@@ -23,7 +23,7 @@ from components.core.retrieval.bm25 import InvertedIndex
 from components.core.documents.source import SourceDocument
 from components.core.documents.layout import heading_breaks, situating_note
 from components.core.backends.int8 import INT8_SCHEME
-from components.core.text.splitting import TABLE, chunk_units, split_blocks, split_units
+from components.core.text.splitting import SPLITTER_VERSION, TABLE, chunk_units, split_blocks, split_units
 
 Embedder = Callable[[list[str]], np.ndarray]
 FORMAT_VERSION = 2  # of a built index (its files and its corpus key): another version is rebuilt, never read
@@ -55,6 +55,7 @@ class IndexSettings:
         """The settings that name an index; fp32 (the default) is left out, so indexes built before the
         precision setting existed keep their key."""
         ident = asdict(self)
+        ident["splitter"] = SPLITTER_VERSION  # other units, another index
         if ident["embedding_precision"] == "fp32":
             del ident["embedding_precision"]
         elif ident["embedding_precision"] == "int8":  # vectors of another int8 scheme never answer this one's queries

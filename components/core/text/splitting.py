@@ -208,8 +208,36 @@ def sentence_spans(text: str, start: int = 0, end: int | None = None) -> list[Sp
     return spans
 
 
+# Version of the units this module cuts, part of every index's settings (``IndexSettings.identity``): an index
+# built with other units is rebuilt (files) or refused with what to do (PostgreSQL), never mixed.
+# 2: a line that merely wraps inside a paragraph is no longer a sentence end (``wraps_joined``).
+SPLITTER_VERSION = 2
+
+_LINE_START_MARK = re.compile(r"[ \t]*(?:[-*+\u2022][ \t]|\d{1,3}[.)][ \t]|#|>|\|)")
+_KEY_VALUE_LINE = re.compile(r"[ \t]*[\w.-]+[ \t]*[:=][ \t]*\S")
+
+
+def wraps_joined(piece: str) -> str:
+    """``piece`` (the lines of one block, no blank line among them) with every line break that merely wraps a
+    paragraph made a space — the same length, so offsets are unchanged — for the sentence splitter, which takes
+    each line break for a sentence end (hard-wrapped READMEs, man pages and plain-text files were cut into
+    line fragments). A break stays where a line begins a list item, a heading, a quote, a table row or a
+    ``key: value`` / ``key = value`` line, and after a heading; a definition's ``:`` line
+    joins its term (``maxwait`` / ``:   How long …``)."""
+    if "\n" not in piece:
+        return piece
+    lines = piece.split("\n")
+    out = [lines[0]]
+    for prev, line in zip(lines, lines[1:]):
+        keep = (_LINE_START_MARK.match(line) is not None or prev.lstrip().startswith("#")
+                or _KEY_VALUE_LINE.match(line) is not None
+                or not prev.strip() or not line.strip())
+        out.append(("\n" if keep else " ") + line)
+    return "".join(out)
+
+
 def _sentences_of_piece(text: str, start: int, end: int) -> list[Span]:
-    piece = text[start:end]
+    piece = wraps_joined(text[start:end])  # same length as text[start:end]: offsets map one to one
     spans: list[Span] = []
     pos = 0
     for seg in _pysbd_spans(piece):

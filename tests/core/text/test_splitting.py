@@ -37,6 +37,43 @@ def test_sentences_are_exact_slices_and_keep_abbreviations():
     ]
 
 
+WRAPPED = """If curl is built with PSL support, it detects and
+discards cookies that are specified for such suffix domains. Others
+stay.
+
+maxwait
+:   How long the oldest client has waited, in seconds.
+    If this grows, the pool is too small.
+
+Options follow:
+- one item
+- two items that
+  wrap here
+Host: example.org
+Port: 8080
+# Heading
+Text under it
+"""
+
+
+def test_a_line_that_wraps_a_paragraph_is_not_a_sentence_end():
+    got = [u.slice(WRAPPED) for b in split_blocks(WRAPPED) for u in split_units(WRAPPED, b)]
+    assert got == [
+        "If curl is built with PSL support, it detects and\ndiscards cookies that are specified for such suffix "
+        "domains.",
+        "Others\nstay.",
+        "maxwait\n:   How long the oldest client has waited, in seconds.",  # a definition joins its term
+        "If this grows, the pool is too small.",
+        "Options follow:",
+        "- one item",  # list items, key-value lines and headings keep their line breaks
+        "- two items that\n  wrap here",
+        "Host: example.org",
+        "Port: 8080",
+        "# Heading",
+        "Text under it",
+    ]
+
+
 def test_table_rows_and_code_parts():
     blocks = split_blocks(DOC)
     rows = split_units(DOC, blocks[2])
