@@ -155,6 +155,15 @@ def chunk_meta(doc: SourceDocument, chunk_id: str, start: int, end: int, kind: s
             "kind": kind, "level": "chunk", **chunk_location(doc.layout, start)}
 
 
+def fused_lists(bm25: list, dense: list, k: int, rrf_k: float = 60, weights: dict[str, float] | None = None):
+    """``(bm25, dense, fused)`` as ``hybrid_search`` returns them, from the two lists of ``(Document, score)``."""
+    from components.core.retrieval.fusion import reciprocal_rank_fusion
+
+    fused = reciprocal_rank_fusion({"bm25": [d.id for d, _ in bm25], "dense": [d.id for d, _ in dense]},
+                                   k=rrf_k, weights=weights, top_k=k)
+    return bm25, dense, fused
+
+
 class StoreBase:
     """What both stores share: their settings (``StoreSettings``, declared once), the analyzer and index settings
     made from them, the query embedder and its memo, corpus loading and the access rule's forbidden set. A store
@@ -259,13 +268,8 @@ class StoreBase:
                       rrf_k: float = 60, weights: dict[str, float] | None = None):
         """Both lists and their RRF fusion: ``(bm25 hits, dense hits, [(chunk id, rrf, ranks)] best first)``.
         This default runs the two searches and fuses in Python; a store may do all of it in one round trip."""
-        from components.core.retrieval.fusion import reciprocal_rank_fusion
-
         bm25 = self.bm25_search(tokens, k, selection, params)
-        dense = self.dense_search(query, k, selection)
-        fused = reciprocal_rank_fusion({"bm25": [d.id for d, _ in bm25], "dense": [d.id for d, _ in dense]},
-                                       k=rrf_k, weights=weights, top_k=k)
-        return bm25, dense, fused
+        return fused_lists(bm25, self.dense_search(query, k, selection), k, rrf_k, weights)
 
     def forbidden_documents(self, rule: AccessRule, groups: frozenset[str] | None) -> frozenset[str]:
         """Documents an asker of ``groups`` may not read (left out inside every search, like superseded ones)."""

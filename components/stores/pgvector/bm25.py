@@ -316,6 +316,11 @@ def mirror_search(store, tokens: list[str], k: int, selection: Selection, params
     return [(store._document(*found[key]), score) for key, score in hits]
 
 
+# one mirror build at a time in a process: the buffers of a build (COPY groups, arrays being sorted) never add up
+# across stores (a cluster's shards, several pipelines), which keeps the peak at one build's over the mirrors held
+BUILDS = threading.Semaphore(1)
+
+
 class MirrorHolder:
     """A store's mirror: built in a background thread when the index version moves on (one build at a time), so a
     search never waits for it; until it matches the version a search started from, the SQL statement answers."""
@@ -350,8 +355,9 @@ class MirrorHolder:
     def _build(self, connect, tables: Tables) -> None:
         conn = None
         try:
-            conn = connect()
-            self.mirror = read_mirror(conn, tables)
+            with BUILDS:
+                conn = connect()
+                self.mirror = read_mirror(conn, tables)
             self.error = None
         except Exception as exc:  # noqa: BLE001 - searches go on in SQL; the reason is kept for status
             self.error = f"{type(exc).__name__}: {exc}"

@@ -19,7 +19,7 @@ from components.core.params import check_choice, check_positive_int
 from components.stores.pgvector import bm25 as pg_bm25, filters as pg_filters, schema as pg_schema
 from components.stores.pgvector import selection as pg_selection, server as pg_server, sync as pg_sync
 from components.stores.pgvector import vectors as pg_vectors
-from components.stores.base import BM25Params, Selection, StoreBase, SupersededRule
+from components.stores.base import BM25Params, Selection, StoreBase, SupersededRule, fused_lists
 from components.stores.pgvector.schema import Tables, q
 
 SEARCH_STRATEGIES = ("exact", "hnsw")
@@ -255,8 +255,14 @@ class PgSpanStore(StoreBase):
 
     def hybrid_search(self, tokens: list[str], query: str, k: int, selection: Selection, params: BM25Params,
                       rrf_k: float = 60, weights: dict[str, float] | None = None):
-        """BM25, dense and their RRF fusion in **one SQL statement** (one round trip): ``pg_bm25.fused_search``."""
+        """BM25, dense and their RRF fusion: BM25 over the mirror when it holds the version this search reads (then
+        the dense statement and the fusion in Python, ``fused_lists``), else all three in **one SQL statement** (one
+        round trip): ``pg_bm25.fused_search``. The same lists and order either way."""
         self.open()
+        if self.bm25_engine == "mirror" and tokens:
+            bm25 = pg_bm25.mirror_search(self, tokens, k, selection, params)
+            if bm25 is not None:
+                return fused_lists(bm25, self.dense_search(query, k, selection), k, rrf_k, weights)
         return pg_bm25.fused_search(self, tokens, query, k, selection, params, rrf_k, weights)
 
     @staticmethod

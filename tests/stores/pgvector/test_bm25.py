@@ -99,7 +99,13 @@ def test_the_postings_mirror_equals_the_memory_store_and_answers_only_at_its_ver
                 assert [d.id for d, _ in got] == [d.id for d, _ in want], (tokens, k, selection)
                 assert all(abs(a - b) < 1e-9 for (_, a), (_, b) in zip(got, want))
                 assert all(d.content == w.content and d.meta == w.meta for (d, _), (w, _) in zip(got, want))
-    assert statements == []  # every search above was the mirror's, the filtered ones included
+            if k == 10:  # hybrid: BM25 from the mirror, then the dense statement and the fusion
+                for selection in selections[:1] + selections[3:4]:
+                    got_h = store.hybrid_search(tokens, " ".join(tokens), k, selection, params)
+                    want_h = mem.hybrid_search(tokens, " ".join(tokens), k, selection, params)
+                    assert [d.id for d, _ in got_h[0]] == [d.id for d, _ in want_h[0]]
+                    assert [c for c, _, _ in got_h[2]] == [c for c, _, _ in want_h[2]], (tokens, selection)
+    assert statements == []  # every search above was the mirror's, the filtered and hybrid ones included
     assert len(mirror.masks) == 1  # the filter's rows were read once and kept for every search after
     (kb / "zz-new.md").write_text("w000 w001 zzznew zzznew.\n", encoding="utf-8")
     assert store.open(refresh=True) == version + 1
