@@ -19,7 +19,8 @@ from components.core.text.injection import is_directive
 from components.core.offsets import doc_origin
 from components.core.reading.keyed_lookup import in_asked_column, keyed_lines, named
 from components.core.reading.span_decoding import SpanCandidate, calibrated, range_logit
-from components.core.text.splitting import PROSE, TABLE, Span, split_blocks, split_units, table_header_line
+from components.core.text.splitting import (PROSE, TABLE, Span, crosses_hard_break, split_blocks, split_units,
+                                           table_header_line)
 
 
 def span_meta(doc: Document, start: int, end: int, evidence: list[tuple[int, int]]) -> dict[str, Any]:
@@ -56,14 +57,15 @@ def structured_blocks(text: str) -> tuple[tuple[int, int, str], ...]:
 
 
 def crosses_structure(text: str, start: int, end: int) -> bool:
-    """Whether ``[start, end)`` runs across two cells or two rows of a table, or two lines of a code block: an
-    answer is one cell's or one line's text (a header row glued to its value is never an answer)."""
+    """Whether ``[start, end)`` runs across two cells or two rows of a table, two lines of a code block, or, in
+    prose, a line break that is not a wrap (two list items, a heading and its text: ``crosses_hard_break``): an
+    answer is one cell's, one line's or one item's text (a header row glued to its value is never an answer)."""
     for s, e, kind in structured_blocks(text):
         if s < end and start < e:
             piece = text[max(s, start):min(e, end)]
             if "\n" in piece.strip("\n") or (kind == TABLE and "|" in piece.strip(" |")):
                 return True
-    return False
+    return crosses_hard_break(text, start, end)
 
 
 def table_header(text: str, row: Span) -> tuple[int, int] | None:

@@ -6,8 +6,9 @@ A reader model matches such identifiers poorly (WordPiece cuts ``E4031`` into pi
 when a question names a key *exactly*, the answer is taken from that row's other cells or that line's value — the
 model still chooses among them and scores them, and the verifier still judges them.
 
-- ``keyed_lines(text)``: every table row (not the header) and every ``key: value`` / ``key = value`` line of a
-  code block, as ``Keyed(key, values, line)`` character ranges of ``text``;
+- ``keyed_lines(text)``: every table row (not the header), every ``key: value`` / ``key = value`` line of a
+  code block, and every item of a prose block made only of ``key: value`` items (``- ENOENT: no such file``), as
+  ``Keyed(key, values, line)`` character ranges of ``text``;
 - ``named(query, keyed, text)``: those whose key the question names — the key's whole text, case-insensitive,
   between non-word characters, at least two characters with a letter or digit, and not a stop word.
 
@@ -22,8 +23,14 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from components.core.text.analysis import english_stopwords
-from components.core.text.splitting import (CODE, TABLE, _KEY_LINE, _TABLE_RULE, _lines, split_blocks,
+from components.core.text.splitting import (CODE, PROSE, TABLE, _KEY_LINE, _TABLE_RULE, _lines, split_blocks,
                                             table_header_line)
+
+
+# a prose line that is a `key: value` item, list-marked or not (``- UV_E2BIG: argument list too long``,
+# ``**maxwait**: how long …``, ``404: Not Found``); the value is the rest of the line
+_LIST_KEY_LINE = re.compile(r"[ \t]*(?:[-*+\u2022][ \t]+|\d{1,3}[.)][ \t]+)?[`*\"']*([A-Za-z0-9_][\w.-]*)[`*\"']*"
+                            r"[ \t]*[:=](?!//)[ \t]*([^\s{\[].*?)[ \t]*$")
 
 
 @dataclass(frozen=True)
@@ -66,6 +73,12 @@ def keyed_lines(text: str) -> tuple[Keyed, ...]:
                 columns = tuple(i for i, c in enumerate(cells) if i > 0 and c[1] > c[0])
                 if cells and cells[0][1] > cells[0][0] and columns:
                     out.append(Keyed(cells[0], tuple(cells[i] for i in columns), (ls, le), columns, header))
+        elif block.kind == PROSE:  # a list of `key: value` items and nothing else (``- E2BIG: argument list too long``)
+            lines = [(ls, le) for ls, le in _lines(text, block.start, block.end) if text[ls:le].strip()]
+            found = [_LIST_KEY_LINE.match(text, ls, le) for ls, le in lines]
+            if len(lines) >= 2 and all(found):
+                for m, line in zip(found, lines):
+                    out.append(Keyed(m.span(1), (m.span(2),), line))
         elif block.kind == CODE:
             for ls, le in _lines(text, block.start, block.end):
                 m = _KEY_LINE.match(text, ls, le)

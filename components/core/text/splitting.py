@@ -236,6 +236,18 @@ def wraps_joined(piece: str) -> str:
     return "".join(out)
 
 
+def crosses_hard_break(text: str, start: int, end: int) -> bool:
+    """Whether ``text[start:end]`` runs across a line break that is more than a paragraph's wrap — one
+    ``wraps_joined`` keeps: into a list item, a heading, a quote, a table row or a ``key: value`` line, or across a
+    blank line. An answer never does (``- E2BIG: argument list too long`` / ``- EACCES: …`` are two answers)."""
+    if "\n" not in text[start:end]:
+        return False
+    line_start = text.rfind("\n", 0, start) + 1
+    line_end = text.find("\n", end)
+    line_end = len(text) if line_end == -1 else line_end
+    return "\n" in wraps_joined(text[line_start:line_end])[start - line_start : end - line_start]
+
+
 def _sentences_of_piece(text: str, start: int, end: int) -> list[Span]:
     piece = wraps_joined(text[start:end])  # same length as text[start:end]: offsets map one to one
     spans: list[Span] = []

@@ -117,3 +117,14 @@ def test_an_empty_asked_cell_gives_no_candidate():
     assert [text[s:e] for s, e in row.values] == ["Disk full"]
     assert in_asked_column(row, text, None, _terms("What is the fix for E1?"), _terms).values == ()
     assert isinstance(row, Keyed) and row.columns == (1,)
+
+
+def test_a_prose_block_of_key_value_items_is_keyed_and_a_mixed_one_is_not():
+    text = ("Errors:\n\n- UV_E2BIG: argument list too long\n- UV_EACCES: permission denied\n* 404: Not Found\n\n"
+            "Note: a note\nthat wraps.\n")
+    rows = keyed_lines(text)
+    assert [(text[slice(*r.key)], [text[slice(*v)] for v in r.values]) for r in rows] == [
+        ("UV_E2BIG", ["argument list too long"]), ("UV_EACCES", ["permission denied"]), ("404", ["Not Found"])]
+    row = named("What does UV_EACCES mean?", rows, text)[0]
+    assert row.values == ((text.index("permission"), text.index("permission") + len("permission denied")),)
+    assert row.line == (text.index("- UV_EACCES"), text.index("\n* 404"))

@@ -1,5 +1,6 @@
 import pytest
-from components.core.text.splitting import CODE, PROSE, TABLE, chunk_units, sentence_spans, split_blocks, split_units
+from components.core.text.splitting import (CODE, PROSE, TABLE, chunk_units, crosses_hard_break, sentence_spans,
+                                           split_blocks, split_units)
 
 DOC = """# Refunds
 
@@ -72,6 +73,17 @@ def test_a_line_that_wraps_a_paragraph_is_not_a_sentence_end():
         "# Heading",
         "Text under it",
     ]
+
+
+def test_a_span_may_cross_a_wrap_but_not_a_list_item_a_heading_or_a_blank_line():
+    at = WRAPPED.index
+    assert not crosses_hard_break(WRAPPED, at("detects and"), at("discards") + 8)  # a wrap inside a sentence
+    assert not crosses_hard_break(WRAPPED, at("maxwait"), at("How long"))  # a term and its definition
+    assert crosses_hard_break(WRAPPED, at("one item"), at("- two") + 5)  # two list items
+    assert not crosses_hard_break(WRAPPED, at("two items"), at("wrap here") + 9)  # one item that wraps
+    assert crosses_hard_break(WRAPPED, at("Heading"), at("Text under") + 4)  # a heading and its text
+    assert crosses_hard_break(WRAPPED, at("Others"), at("maxwait") + 3)  # across a blank line
+    assert crosses_hard_break(WRAPPED, at("example.org"), at("Port") + 4)  # two key: value lines
 
 
 def test_table_rows_and_code_parts():
