@@ -91,6 +91,8 @@ def span_answer(query: str, span: SpanCandidate, doc: Document, null_score: floa
     meta = span_meta(doc, s, e, containing_units(doc.content, s, e))
     if null_score is not None:
         meta["null_score"] = float(null_score)
+    if span.keyed:
+        meta["keyed_lookup"] = True  # the value of a row the question names by its key
     return ExtractedAnswer(
         query=query,
         score=span.score,
@@ -133,8 +135,8 @@ def named_rows_only(query: str, pooled: list, windows: list[Document], per_windo
                     if whole is None:
                         continue
                     best = max([whole.logit] + [c.logit for c in d.spans if s <= c.char_start and c.char_end <= e])
-                    scored.append((replace(whole, logit=best, score=float(calibrated(best, calibration_factor))),
-                                   d.null_logit))
+                    scored.append((replace(whole, logit=best, score=float(calibrated(best, calibration_factor)),
+                                           keyed=True), d.null_logit))
                 if scored:
                     cell, null = max(scored, key=lambda x: x[0].logit)
                     out.append((cell, windows[i], null))

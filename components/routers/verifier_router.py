@@ -150,7 +150,9 @@ class VerifierRouter:
         :param max_candidates: How many of the reader's best answers to judge, in score order; the first
             SUPPORTED one wins (1 = only the best answer).
         :param respect_reader_abstention: When the reader's own no-answer outscores its best answer (SQuAD2
-            no-answer), count it as UNSUPPORTED ``reader_abstained`` instead of judging the weaker span.
+            no-answer), count it as UNSUPPORTED ``reader_abstained`` instead of judging the weaker span — unless
+            that answer is the value of a row the question names by its key (``meta["keyed_lookup"]``): whether
+            the named row answers is then the verifier's and the confidence's judgement.
         :param lead_in_units: How many visible sentences before the evidence count as its lead-in.
         :param use_title: Count the document's ``meta["title"]`` as lead-in (lexical key-term look-up).
         :param min_term_coverage: Lexical: share of the question's content terms needed near the answer
@@ -338,7 +340,8 @@ class VerifierRouter:
         base_route = list(first.get("route") or [])
 
         evidence = None
-        if best is not None and self.respect_reader_abstention and reader_prefers_no_answer(answers, best):
+        if (best is not None and self.respect_reader_abstention and not (best.meta or {}).get("keyed_lookup")
+                and reader_prefers_no_answer(answers, best)):
             judgement = Judgement(UNSUPPORTED, f"reader_abstained: no-answer outscored the best span ({answer_score(best):.2f})")
         elif best is None:
             judgement = Judgement(UNSUPPORTED, "reader_abstained")

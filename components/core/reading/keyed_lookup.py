@@ -7,7 +7,8 @@ when a question names a key *exactly*, the answer is taken from that row's other
 model still chooses among them and scores them, and the verifier still judges them.
 
 - ``keyed_lines(text)``: every table row (not the header), every ``key: value`` / ``key = value`` line of a
-  code block, and every item of a prose block made only of ``key: value`` items (``- ENOENT: no such file``), as
+  code block, and every item of a prose block made only of ``key: value`` items (``- ENOENT: no such file``,
+  ``ENOENT — no such file``), as
   ``Keyed(key, values, line)`` character ranges of ``text``;
 - ``named(query, keyed, text)``: those whose key the question names — the key's whole text, case-insensitive,
   between non-word characters, at least two characters with a letter or digit, and not a stop word.
@@ -28,9 +29,12 @@ from components.core.text.splitting import (CODE, PROSE, TABLE, _KEY_LINE, _TABL
 
 
 # a prose line that is a `key: value` item, list-marked or not (``- UV_E2BIG: argument list too long``,
-# ``**maxwait**: how long …``, ``404: Not Found``); the value is the rest of the line
+# ``**maxwait**: how long …``, ``404: Not Found``, ``ENOTDIR — not a directory``); the value is the rest of the line
 _LIST_KEY_LINE = re.compile(r"[ \t]*(?:[-*+\u2022][ \t]+|\d{1,3}[.)][ \t]+)?[`*\"']*([A-Za-z0-9_][\w.-]*)[`*\"']*"
-                            r"[ \t]*[:=](?!//)[ \t]*([^\s{\[].*?)[ \t]*$")
+                            r"(?:[ \t]*[:=](?!//)|[ \t]+[\u2014\u2013-])[ \t]*([^\s{\[].*?)[ \t]*$")
+
+
+_LIST_MARK = re.compile(r"[ \t]*(?:[-*+\u2022]|\d{1,3}[.)])[ \t]")
 
 
 @dataclass(frozen=True)
@@ -73,10 +77,12 @@ def keyed_lines(text: str) -> tuple[Keyed, ...]:
                 columns = tuple(i for i, c in enumerate(cells) if i > 0 and c[1] > c[0])
                 if cells and cells[0][1] > cells[0][0] and columns:
                     out.append(Keyed(cells[0], tuple(cells[i] for i in columns), (ls, le), columns, header))
-        elif block.kind == PROSE:  # a list of `key: value` items and nothing else (``- E2BIG: argument list too long``)
+        elif block.kind == PROSE:  # `key: value` items and nothing else (``- E2BIG: argument list too long``): two
+            # or more lines, or one list item (a window may hold one item of a longer list)
             lines = [(ls, le) for ls, le in _lines(text, block.start, block.end) if text[ls:le].strip()]
             found = [_LIST_KEY_LINE.match(text, ls, le) for ls, le in lines]
-            if len(lines) >= 2 and all(found):
+            listed = len(lines) == 1 and _LIST_MARK.match(text, *lines[0]) is not None  # one item a window holds
+            if (len(lines) >= 2 or listed) and all(found):
                 for m, line in zip(found, lines):
                     out.append(Keyed(m.span(1), (m.span(2),), line))
         elif block.kind == CODE:

@@ -113,7 +113,8 @@ def null_logit(start_logits: np.ndarray, end_logits: np.ndarray, cls_index: int 
 @dataclass(frozen=True)
 class SpanCandidate:
     """One answer span of one window: tokens ``start_token..end_token`` = characters ``[char_start, char_end)``
-    of the window's context, with its raw ``logit`` and calibrated ``score``."""
+    of the window's context, with its raw ``logit`` and calibrated ``score``; ``keyed``: a value cell of a row the
+    question names by its key (``keyed_lookup``), not a span the model chose."""
 
     window: int
     start_token: int
@@ -122,6 +123,7 @@ class SpanCandidate:
     char_end: int
     logit: float
     score: float
+    keyed: bool = False
 
 
 @dataclass(frozen=True)

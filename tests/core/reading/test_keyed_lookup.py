@@ -128,3 +128,9 @@ def test_a_prose_block_of_key_value_items_is_keyed_and_a_mixed_one_is_not():
     row = named("What does UV_EACCES mean?", rows, text)[0]
     assert row.values == ((text.index("permission"), text.index("permission") + len("permission denied")),)
     assert row.line == (text.index("- UV_EACCES"), text.index("\n* 404"))
+    dashes = "- UV_ENOTCONN \u2014 socket is not connected\n- UV_ENOTDIR \u2014 not a directory\n"
+    row = named("What does the error UV_ENOTDIR indicate?", keyed_lines(dashes), dashes)[0]
+    assert dashes[slice(*row.values[0])] == "not a directory"
+    one = "- UV_ENOTDIR \u2014 not a directory"  # a window that holds one item of a list
+    assert [one[slice(*r.values[0])] for r in keyed_lines(one)] == ["not a directory"]
+    assert keyed_lines("Note: a line of prose on its own.") == ()  # one unmarked line is prose
