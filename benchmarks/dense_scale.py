@@ -13,7 +13,7 @@ the store as the retriever does.
     python benchmarks/dense_scale.py [--chunks 1000000] [--queries 200] [--exact 100] [--rebuild] [--json]
 
 Reported: build (vectors, rows, HNSW index: m 16, ef_construction 64), dense p50/p95 with HNSW (ef_search 100,
-iterative scans) and exact, recall@10 of HNSW against exact, hybrid p50/p95 and its BM25 part, and the load
+iterative scans; and the ``--ef-search`` sizes) and exact, recall@10 of HNSW against exact, hybrid p50/p95 and its BM25 part, and the load
 average. Tables ``bench_dense_<n>`` in ``.spanqa/bench-pg`` (or SPANQA_PG_DSN), kept for the next run.
 """
 
@@ -73,6 +73,8 @@ def main(argv=None) -> int:
     p.add_argument("--queries", type=int, default=200)
     p.add_argument("--k", type=int, default=10)
     p.add_argument("--exact", type=int, default=100, help="queries whose exact top k is computed (a full scan each)")
+    p.add_argument("--ef-search", type=int, nargs="*", default=[200, 400],
+                   help="more HNSW candidate-list sizes to measure beside the shipped 100 (recall against time)")
     p.add_argument("--rebuild", action="store_true")
     p.add_argument("--json", action="store_true")
     args = p.parse_args(argv)
@@ -82,9 +84,9 @@ def main(argv=None) -> int:
     t = Tables(f"bench_dense_{args.chunks}")
     report = {"chunks": args.chunks, "server": pg_server.describe(dsn), "load_average_before": os.getloadavg()}
 
-    def opened(strategy: str, engine: str = "mirror") -> PgSpanStore:
+    def opened(strategy: str, engine: str = "mirror", ef_search: int = 100) -> PgSpanStore:
         store = PgSpanStore(data_dir=str(ROOT / "data" / "kb"), dsn=Secret.from_token(dsn), table_prefix=t.prefix,
-                            progress=False, search_strategy=strategy, bm25_engine=engine)
+                            progress=False, search_strategy=strategy, bm25_engine=engine, ef_search=ef_search)
         store._opened = True  # the tables were written here, not synced from a folder
         return store
 
@@ -112,6 +114,11 @@ def main(argv=None) -> int:
     for x in texts[:10]:  # warm the index pages
         hnsw.dense_search(x, k, Selection())
     got, report["dense_hnsw_ms"] = timed(lambda x: [d.id for d, _ in hnsw.dense_search(x, k, Selection())], texts)
+    sweep = {}
+    for ef in args.ef_search:  # HNSW's candidate list per search: recall against time
+        wider = opened("hnsw", ef_search=ef)
+        wider._query_vectors = hnsw._query_vectors
+        sweep[ef] = timed(lambda x: [d.id for d, _ in wider.dense_search(x, k, Selection())], texts)
     exact = pg_server.connect(dsn)  # the truth: a sequential scan (no index may answer), on the first --exact queries
     exact.execute("SET enable_indexscan = off")
     exact.execute("SET enable_bitmapscan = off")
@@ -127,6 +134,8 @@ def main(argv=None) -> int:
     report["dense_recall_at_10"] = round(statistics.mean(len(set(a) & set(b)) / len(b) for a, b in zip(got, want)
                                                          if b), 4)
     report["recall_queries"] = len(want)
+    report["ef_search_sweep"] = {ef: {"ms": ms, "recall_at_10": round(statistics.mean(
+        len(set(a) & set(b)) / len(b) for a, b in zip(ids, want) if b), 4)} for ef, (ids, ms) in sweep.items()}
     report["mirror_build_s"], report["mirror_arrays_mb"] = (round(v, 1) for v in built_mirrors([hnsw], t))
     tokens = [hnsw.analyzer(x) for x in texts]
     _, report["bm25_mirror_ms"] = timed(lambda i: hnsw.bm25_search(tokens[i], k, Selection(), params),
@@ -139,6 +148,9 @@ def main(argv=None) -> int:
         print(f"  dense HNSW p50 {report['dense_hnsw_ms']['p50']} ms p95 {report['dense_hnsw_ms']['p95']} ms | exact "
               f"p50 {report['dense_exact_ms']['p50']} ms | recall@{k} of HNSW against exact "
               f"{report['dense_recall_at_10']:.3f} on {report['recall_queries']} queries (target 0.95)")
+        for ef, row in report["ef_search_sweep"].items():
+            print(f"  dense HNSW ef_search {ef}: p50 {row['ms']['p50']} ms p95 {row['ms']['p95']} ms | recall@{k} "
+                  f"{row['recall_at_10']:.3f}")
         print(f"  hybrid (mirror BM25 + HNSW + RRF) p50 {report['hybrid_ms']['p50']} ms p95 "
               f"{report['hybrid_ms']['p95']} ms (target p50 100 ms); its BM25 alone p50 "
               f"{report['bm25_mirror_ms']['p50']} ms")

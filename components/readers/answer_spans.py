@@ -115,8 +115,9 @@ def named_rows_only(query: str, pooled: list, windows: list[Document], per_windo
     scores what the reader gives the best span inside it (or the whole cell, ``range_logit``, when that is more) on
     the window that holds it — the cell is what is shown, the reader's choice among cells stands. When the table's
     header row (the window's own, or ``meta["table_header"]`` for a window that begins inside the table) names the
-    column asked about (``terms``: a text's content terms), only that column's cell is a candidate. Prose spans
-    stay. A question that names no key gets ``pooled`` unchanged."""
+    column asked about (``terms``: a text's content terms), only that column's cell is a candidate. Spans in the
+    items of a ``key: value`` list go too; other prose spans stay. A question that names no key gets ``pooled``
+    unchanged."""
     hits = [named(query, keyed_lines(w.content), w.content) for w in windows]
     if not any(hits):
         return pooled
@@ -124,8 +125,9 @@ def named_rows_only(query: str, pooled: list, windows: list[Document], per_windo
         asked = terms(query)
         hits = [[in_asked_column(row, w.content, (w.meta or {}).get("table_header"), asked, terms) for row in rows]
                 for w, rows in zip(windows, hits)]
-    out = [p for p in pooled
-           if not any(s <= p[0].char_start < e for s, e, _kind in structured_blocks(p[1].content))]
+    out = [p for p in pooled  # spans inside tables, code and key: value lists give way to the named rows' cells
+           if not any(s <= p[0].char_start < e for s, e, _kind in structured_blocks(p[1].content))
+           and not any(k.line[0] <= p[0].char_start < k.line[1] for k in keyed_lines(p[1].content))]
     for i, rows in enumerate(hits):
         for row in rows:
             for s, e in row.values:
