@@ -69,3 +69,46 @@ def random_embedder(dim: int = 384, seed: int = 0):
         m = rng.standard_normal((len(texts), dim)).astype(np.float32)
         return m / np.linalg.norm(m, axis=1, keepdims=True)
     return embed
+
+
+class AnswerTally:
+    """Answers counted by group and overall, as the end-to-end benchmarks report them: questions, answerable,
+    shown, right, wrong, unanswerable ones answered, right answers held back; then right share of the answerable,
+    wrong share of the shown, precision and coverage."""
+
+    FIELDS = ("questions", "answerable", "shown", "right", "wrong", "unanswerable_answered", "right_held_back")
+
+    def __init__(self):
+        from collections import defaultdict
+
+        self.groups = defaultdict(lambda: dict.fromkeys(self.FIELDS, 0))
+
+    def add(self, group: str, answerable: bool, shown: bool, right: bool, held_right: bool) -> None:
+        for key in (group, "all"):
+            t = self.groups[key]
+            t["questions"] += 1
+            t["answerable"] += answerable
+            t["shown"] += shown
+            t["right"] += right
+            t["wrong"] += shown and not right
+            t["unanswerable_answered"] += shown and not answerable
+            t["right_held_back"] += held_right
+
+    def report(self) -> dict:
+        out = {}
+        for key, t in self.groups.items():
+            out[key] = {**t, "answerable_right_share": round(t["right"] / t["answerable"], 3) if t["answerable"] else None,
+                        "wrong_share_of_answers": round(t["wrong"] / t["shown"], 3) if t["shown"] else None,
+                        "precision": round(t["right"] / t["shown"], 3) if t["shown"] else None,
+                        "coverage": round(t["shown"] / t["questions"], 3)}
+        return out
+
+    def print_table(self, label: str, order: list[str]) -> None:
+        rows, width = self.report(), max(len(label), *(len(k) for k in order + ["all"]))
+        print(f"{label:{width}s} {'questions':>9s} {'answerable':>10s} {'shown':>5s} {'right':>5s} {'wrong':>5s} "
+              f"{'right share':>11s} {'precision':>9s} {'coverage':>8s} {'right held back':>15s}")
+        for key in [k for k in order if k in rows and k != "all"] + ["all"]:
+            t = rows[key]
+            print(f"{key:{width}s} {t['questions']:9d} {t['answerable']:10d} {t['shown']:5d} {t['right']:5d} "
+                  f"{t['wrong']:5d} {str(t['answerable_right_share']):>11s} {str(t['precision']):>9s} "
+                  f"{t['coverage']:8.3f} {t['right_held_back']:15d}")

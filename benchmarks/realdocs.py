@@ -19,10 +19,9 @@ import os
 import shutil
 import sys
 import tempfile
-from collections import defaultdict
 from pathlib import Path
 
-from _common import ROOT, finish
+from _common import ROOT, AnswerTally, finish
 
 SET = ROOT / "benchmarks" / "realdocs"
 
@@ -58,7 +57,7 @@ def main(argv=None) -> int:
         pipeline, _ = load_pipeline(Path(args.pipeline), data=str(corpus), cache_dir=str(Path(tmp) / "cache"))
         runner = QueryRunner(pipeline)
         runner.warm_up()
-        tally = defaultdict(lambda: defaultdict(int))
+        tally = AnswerTally()
         rows = []
         for q in questions:
             result = runner.ask(q["question"])
@@ -68,34 +67,16 @@ def main(argv=None) -> int:
                          and answer_correct(result["answer"], q["answers"]))
             held = result.get("rejected_answer")
             held_right = bool(not shown and held and q["answerable"] and answer_correct(held, q["answers"]))
-            for key in (q["kind"], "all"):
-                t = tally[key]
-                t["questions"] += 1
-                t["answerable"] += q["answerable"]
-                t["shown"] += shown
-                t["right"] += right
-                t["wrong"] += shown and not right
-                t["unanswerable_answered"] += shown and not q["answerable"]
-                t["right_held_back"] += held_right
+            tally.add(q["kind"], q["answerable"], shown, right, held_right)
             rows.append({"id": q["id"], "kind": q["kind"], "answerable": q["answerable"], "answer": result["answer"],
                          "right": right, "verdict": result["verdict"], "reason": result.get("reason"),
                          "confidence": result.get("confidence"), "held_back": held})
             print(f"{q['id']:8s} {'right' if right else ('WRONG' if shown else '-'):5s} {str(result['answer'])[:60]!r}",
                   file=sys.stderr)
-    for key, t in tally.items():
-        t["answerable_right_share"] = round(t["right"] / t["answerable"], 3) if t["answerable"] else None
-        t["precision"] = round(t["right"] / t["shown"], 3) if t["shown"] else None
-        t["coverage"] = round(t["shown"] / t["questions"], 3)
-    report["by_kind"] = {k: dict(v) for k, v in tally.items()}
+    report["by_kind"] = tally.report()
     report["rows"] = rows
     if not args.json:
-        print(f"{'kind':6s} {'questions':>9s} {'answerable':>10s} {'shown':>5s} {'right':>5s} {'wrong':>5s} "
-              f"{'right share':>11s} {'precision':>9s} {'coverage':>8s} {'right held back':>15s}")
-        for key in [k for k in args.kinds if k in tally] + ["all"]:
-            t = tally[key]
-            print(f"{key:6s} {t['questions']:9d} {t['answerable']:10d} {t['shown']:5d} {t['right']:5d} {t['wrong']:5d} "
-                  f"{str(t['answerable_right_share']):>11s} {str(t['precision']):>9s} {t['coverage']:8.3f} "
-                  f"{t['right_held_back']:15d}")
+        tally.print_table("kind", args.kinds)
     return finish(report, args.json)
 
 

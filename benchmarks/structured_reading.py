@@ -19,10 +19,9 @@ import argparse
 import os
 import sys
 import tempfile
-from collections import defaultdict
 from pathlib import Path
 
-from _common import ROOT, finish
+from _common import ROOT, AnswerTally, finish
 
 sys.path.insert(0, str(ROOT / "training"))
 
@@ -61,7 +60,7 @@ def main(argv=None) -> int:
         pipeline, _ = load_pipeline(Path(args.pipeline), data=str(corpus), cache_dir=str(Path(tmp) / "cache"))
         runner = QueryRunner(pipeline)
         runner.warm_up()
-        tally = defaultdict(lambda: defaultdict(int))
+        tally = AnswerTally()
         rows = []
         for name, _, qa in items:
             gold = [a["text"] for a in qa["answers"]]
@@ -71,35 +70,16 @@ def main(argv=None) -> int:
             right = bool(shown and answerable and answer_correct(result["answer"], gold))
             held = result.get("rejected_answer")
             held_right = bool(not shown and held and answerable and answer_correct(held, gold))
-            for key in (name.rsplit("-", 1)[0], "all"):
-                t = tally[key]
-                t["questions"] += 1
-                t["answerable"] += answerable
-                t["shown"] += shown
-                t["right"] += right
-                t["wrong"] += shown and not right
-                t["unanswerable_answered"] += shown and not answerable
-                t["right_held_back"] += held_right
+            tally.add(name.rsplit("-", 1)[0], answerable, shown, right, held_right)
             rows.append({"id": qa["id"], "doc": name, "question": qa["question"], "gold": gold,
                          "answer": result["answer"], "right": right, "reason": result.get("reason"),
                          "confidence": result.get("confidence"), "held_back": held})
             print(f"{qa['id']:28s} {'right' if right else ('WRONG' if shown else '-'):5s} "
                   f"{str(result['answer'])[:50]!r}", file=sys.stderr)
-    for t in tally.values():
-        t["answerable_right_share"] = round(t["right"] / t["answerable"], 3) if t["answerable"] else None
-        t["wrong_share_of_answers"] = round(t["wrong"] / t["shown"], 3) if t["shown"] else None
-        t["precision"] = round(t["right"] / t["shown"], 3) if t["shown"] else None
-        t["coverage"] = round(t["shown"] / t["questions"], 3)
-    report["by_source"] = {k: dict(v) for k, v in tally.items()}
+    report["by_source"] = tally.report()
     report["rows"] = rows
     if not args.json:
-        print(f"{'source':18s} {'questions':>9s} {'answerable':>10s} {'shown':>5s} {'right':>5s} {'wrong':>5s} "
-              f"{'right share':>11s} {'precision':>9s} {'coverage':>8s} {'right held back':>15s}")
-        for key in sorted(k for k in tally if k != "all") + ["all"]:
-            t = tally[key]
-            print(f"{key:18s} {t['questions']:9d} {t['answerable']:10d} {t['shown']:5d} {t['right']:5d} "
-                  f"{t['wrong']:5d} {str(t['answerable_right_share']):>11s} {str(t['precision']):>9s} "
-                  f"{t['coverage']:8.3f} {t['right_held_back']:15d}")
+        tally.print_table("source", sorted(tally.groups))
         print("target (issue 42): right share ≥ 0.85 of answerable questions, wrong ≤ 0.05 of answers")
     return finish(report, args.json)
 
