@@ -8,8 +8,7 @@ model still chooses among them and scores them, and the verifier still judges th
 
 - ``keyed_lines(text)``: every table row (not the header), every ``key: value`` / ``key = value`` line of a
   code block, and every item of a prose block made only of ``key: value`` items (``- ENOENT: no such file``,
-  ``ENOENT — no such file``), as
-  ``Keyed(key, values, line)`` character ranges of ``text``;
+  ``ENOENT — no such file``), as ``Keyed(key, values, line)`` character ranges of ``text``;
 - ``named(query, keyed, text)``: those whose key the question names — the key's whole text, case-insensitive,
   between non-word characters, at least two characters with a letter or digit, and not a stop word.
 
