@@ -12,6 +12,7 @@ import torch
 from components.core.backends.int8 import int8_linear_class
 from components.core.errors import SpanQAError
 from components.core.retrieval.index import IndexSettings
+from components.core.text.splitting import SPLITTER_VERSION
 from components.stores.span_store import SpanStore
 
 DOCS = {
@@ -32,11 +33,15 @@ def test_fp32_key_is_the_key_indexes_had_before_the_setting_existed():
     s = IndexSettings(embedding_model="m")
     old = asdict(s)
     del old["embedding_precision"], old["context_model"]  # defaults that name nothing are left out of the key
+    # indexes cut by the splitter before SPLITTER_VERSION 2 (every line break a sentence end) are rebuilt
+    assert s.key() != hashlib.sha256(json.dumps(old, sort_keys=True).encode()).hexdigest()[:16]
+    old["splitter"] = SPLITTER_VERSION
     assert s.key() == hashlib.sha256(json.dumps(old, sort_keys=True).encode()).hexdigest()[:16]
     int8 = IndexSettings(embedding_model="m", embedding_precision="int8")
     assert int8.key() != s.key()
     before = asdict(int8)  # an int8 index of torch's dynamic quantisation (no scheme named) is not this scheme's
     del before["context_model"]
+    before["splitter"] = SPLITTER_VERSION
     assert int8.key() != hashlib.sha256(json.dumps(before, sort_keys=True).encode()).hexdigest()[:16]
     before["int8_scheme"] = "per-token"  # nor one of the scheme that quantised every layer, narrowing ones too
     assert int8.key() != hashlib.sha256(json.dumps(before, sort_keys=True).encode()).hexdigest()[:16]
