@@ -99,8 +99,13 @@ def main(argv=None) -> int:
             path = tmp / "extractive-postgres.yaml"
             path.write_text(yaml.safe_dump(spec))
             env = {**os.environ, "HF_HUB_OFFLINE": "1", "HAYSTACK_TELEMETRY_ENABLED": "false", "OMP_NUM_THREADS": "1"}
-            for k in range(args.servers):
-                servers.append(start_server(path, tmp / f"server-{k}.log", env=env))
+            try:
+                for k in range(args.servers):
+                    servers.append(start_server(path, tmp / f"server-{k}.log", env=env))
+            except BaseException:  # one that never turned ready: the others stop too
+                for proc, _ in servers:
+                    proc.terminate()
+                raise
             clients = [Client(port, path.stem) for _, port in servers]
 
             def ask(question: str, turn: int) -> dict:
@@ -117,46 +122,48 @@ def main(argv=None) -> int:
 
         visible: dict[int, list[tuple[float, int]]] = {n: [(0.0, 0)] for n in range(args.docs)}
         lock = threading.Lock()
-        writer = subprocess.Popen([sys.executable, "-c", REINDEX, str(data), "bench_visibility", str(args.rounds),
-                                   str(args.docs), json.dumps(NAMES)], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                                  text=True, env={**os.environ, "HF_HUB_OFFLINE": "1"})
+        try:  # the servers stop whatever happens (nothing left running)
+            writer = subprocess.Popen([sys.executable, "-c", REINDEX, str(data), "bench_visibility", str(args.rounds),
+                                       str(args.docs), json.dumps(NAMES)], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                                      text=True, env={**os.environ, "HF_HUB_OFFLINE": "1"})
 
-        def follow() -> None:
-            for line in writer.stdout:
-                n, r, t = line.split()
+            def follow() -> None:
+                for line in writer.stdout:
+                    n, r, t = line.split()
+                    with lock:
+                        visible[int(n)].append((float(t), int(r)))
+
+            threading.Thread(target=follow, daemon=True).start()
+            asked = stale = mixed = first_after_new = first_after_total = unanswered = 0
+            reasons: dict[str, int] = {}
+            seen_round: dict[int, int] = {}
+            examples = []
+            while asked < args.questions or writer.poll() is None:  # at least --questions, and until the writer is done
+                n = asked % args.docs
                 with lock:
-                    visible[int(n)].append((float(t), int(r)))
-
-        threading.Thread(target=follow, daemon=True).start()
-        asked = stale = mixed = first_after_new = first_after_total = unanswered = 0
-        reasons: dict[str, int] = {}
-        seen_round: dict[int, int] = {}
-        examples = []
-        while asked < args.questions or writer.poll() is None:  # at least --questions, and until the writer is done
-            n = asked % args.docs
-            with lock:
-                expected = max(r for t, r in visible[n] if t <= time.time())
-            result = ask(f"What is the serial code of the {NAMES[n]}?", asked // args.docs)
-            asked += 1
-            quoted = {int(v) for v, d in CODE.findall(" ".join([result["answer"] or ""] +
-                                                               [s["text"] for s in result["spans"]])) if int(d) == n}
-            if not quoted:
-                unanswered += 1
-                reasons[result["reason"].split(":")[0]] = reasons.get(result["reason"].split(":")[0], 0) + 1
-            if len(quoted) > 1:
-                mixed += 1
-            if quoted and min(quoted) < expected:
-                stale += 1
-                examples.append({"item": n, "expected": expected, "quoted": sorted(quoted)})
-            if expected and seen_round.get(n) != expected:  # the first question after this re-index finished
-                seen_round[n] = expected
-                first_after_total += 1
-                first_after_new += expected in quoted
-            time.sleep(0.05)
-        writer.wait(timeout=600)
-        for proc, _ in servers:
-            proc.terminate()
-            proc.wait(timeout=60)
+                    expected = max(r for t, r in visible[n] if t <= time.time())
+                result = ask(f"What is the serial code of the {NAMES[n]}?", asked // args.docs)
+                asked += 1
+                quoted = {int(v) for v, d in CODE.findall(" ".join([result["answer"] or ""] +
+                                                                   [s["text"] for s in result["spans"]])) if int(d) == n}
+                if not quoted:
+                    unanswered += 1
+                    reasons[result["reason"].split(":")[0]] = reasons.get(result["reason"].split(":")[0], 0) + 1
+                if len(quoted) > 1:
+                    mixed += 1
+                if quoted and min(quoted) < expected:
+                    stale += 1
+                    examples.append({"item": n, "expected": expected, "quoted": sorted(quoted)})
+                if expected and seen_round.get(n) != expected:  # the first question after this re-index finished
+                    seen_round[n] = expected
+                    first_after_total += 1
+                    first_after_new += expected in quoted
+                time.sleep(0.05)
+            writer.wait(timeout=600)
+        finally:
+            for proc, _ in servers:
+                proc.terminate()
+                proc.wait(timeout=60)
     report = {"servers": args.servers or "in process", "questions": asked, "reindexes": args.rounds, "stale": stale, "mixed": mixed,
               "not_answered": unanswered, "not_answered_reasons": reasons,
               "first_after_reindex_new": first_after_new, "first_after_reindex": first_after_total,
