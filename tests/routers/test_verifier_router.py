@@ -171,6 +171,17 @@ def test_reader_no_answer_that_outscores_every_span_is_an_abstention():
     assert out["answers"][0].data == "30 days"
 
 
+def test_a_keyed_value_is_judged_although_the_reader_prefers_no_answer():
+    """A row the question names by its key: whether it answers is the verifier's call, not the reader's null."""
+    keyed = ans("30 days", 107, 114, score=0.7)
+    keyed.meta["keyed_lookup"] = True
+    out = verifier().run(query=QUERY, answers=[abstain(0.99), keyed], documents=[doc(18, 210)])
+    assert out["answers"][0].data == "30 days"
+    free = ans("30 days", 107, 114, score=0.7)  # the same span the model chose itself: the null wins
+    out = verifier().run(query=QUERY, answers=[abstain(0.99), free], documents=[doc(18, 210)])
+    assert out["widen"][0].meta["route"][-2:] == ["verify:UNSUPPORTED", "widen:passage"]
+
+
 def test_max_level_paragraph_caps_widening():
     v = verifier(max_level="paragraph")
     out = v.run(query=QUERY, answers=[ans("14 days", 202, 209)], documents=[doc(129, 210)])
