@@ -158,11 +158,6 @@ def page_chars(textpage, raw: str, min_pt: float = DEFAULT_MIN_PT) -> PageChars:
     return out
 
 
-def hidden_chars(textpage, raw: str, min_pt: float = DEFAULT_MIN_PT) -> set[int]:
-    """PDFium's indices of the characters of a page a reader does not see (``page_chars``)."""
-    return page_chars(textpage, raw, min_pt).invisible
-
-
 def _line_ranges(raw: str) -> list[tuple[int, int]]:
     """``(start, end)`` of each line of PDFium's page text, without its ``\\r\\n`` / ``\\n``."""
     out, pos = [], 0
@@ -215,7 +210,7 @@ def _glyphs(textpage, raw: str, lines: list[tuple[int, int]], chars: PageChars) 
 def page_text(textpage, heading_titles: list[str] = (), min_pt: float = DEFAULT_MIN_PT) -> tuple[str, list[int], int]:
     """``(text, index)`` of one page: the canonical text and, for each of its characters, PDFium's character index
     (−1 where a character was inserted), and the count of characters left out because no reader sees them
-    (``hidden_chars``). A line that wraps inside a paragraph ends in a space (same length), a line
+    (``page_chars``). A line that wraps inside a paragraph ends in a space (same length), a line
     that ends a paragraph — or is a heading title — is followed by a blank line, so the one splitter sees the
     paragraphs; lines that form a table (``pdf_tables.find_tables``: cells from the characters' positions) are
     written as a Markdown pipe table, a row per line under its header; the rest is PDFium's text unchanged."""

@@ -218,7 +218,7 @@ _KEY_VALUE_LINE = re.compile(r"[ \t]*[\w.-]+[ \t]*[:=][ \t]*\S")
 
 
 def wraps_joined(piece: str) -> str:
-    """``piece`` (the lines of one block, no blank line among them) with every line break that merely wraps a
+    """``piece`` (lines of text; a blank line keeps the breaks around it) with every line break that merely wraps a
     paragraph made a space — the same length, so offsets are unchanged — for the sentence splitter, which takes
     each line break for a sentence end (hard-wrapped READMEs, man pages and plain-text files were cut into
     line fragments). A break stays where a line begins a list item, a heading, a quote, a table row or a
