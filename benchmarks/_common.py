@@ -20,7 +20,8 @@ def finish(report: dict, as_json: bool) -> int:
     """The end of a benchmark: the load average before → after (stored in ``report``), then ``report`` as JSON
     when asked. Returns the exit status 0."""
     report["load_average_after"] = os.getloadavg()
-    print(f"load average {report['load_average_before'][0]:.2f} → {report['load_average_after'][0]:.2f}")
+    print(f"load average {report['load_average_before'][0]:.2f} → {report['load_average_after'][0]:.2f}",
+          file=sys.stderr if as_json else sys.stdout)  # --json: stdout is the JSON alone
     if as_json:
         print(json.dumps(report, indent=2))
     return 0

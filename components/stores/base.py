@@ -31,7 +31,8 @@ from components.core.text.analysis import Analyzer
 from components.core.retrieval.index import IndexSettings
 from components.core.retrieval.loaders import LoadLimits, LoadReport, SourceDocument, load_corpus
 from components.core.memo import MISSING, Memo
-from components.core.backends.models import load_sentence_transformer, resolve_model, torch_device
+from components.core.backends.models import (load_sentence_transformer, resolve_model,
+                                             sentence_embedding_dimension, torch_device)
 from components.stores.settings import StoreSettings
 
 
@@ -244,6 +245,23 @@ class StoreBase:
 
     def load_embedder(self) -> None:
         self.embedder  # noqa: B018 - the property loads it once
+
+    @property
+    def embedding_dimension(self) -> int:
+        """The vectors' width: from the model folder's configs when they say it, so opening a store to read BM25
+        never loads torch and the weights; else from the loaded model."""
+        width = self.__dict__.get("_embedding_width")
+        if width is None:
+            model = self.__dict__.get("_embedder_model")
+            if model is None:
+                resolved = resolve_model(self.embedding_model, component="document_store")
+                width = sentence_embedding_dimension(resolved.path)
+            if width is None:
+                model = self.embedder
+                get = getattr(model, "get_embedding_dimension", None) or model.get_sentence_embedding_dimension
+                width = int(get())
+            self._embedding_width = width
+        return width
 
     def embed_passages(self, texts: list[str]) -> np.ndarray:
         return self.embedder.encode(texts, batch_size=self.config.batch_size, normalize_embeddings=True,

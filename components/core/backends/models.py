@@ -256,6 +256,43 @@ def load_sentence_transformer(path: str, device: str = "cpu", precision: str = "
     return model
 
 
+def sentence_embedding_dimension(path: str) -> int | None:
+    """The width of the vectors a sentence-transformers folder gives, read from its module configs, without
+    loading torch or the weights (a server that only reads BM25 never pays for the model); ``None`` when the
+    configs do not say (an unknown module in ``modules.json``), and the caller loads the model to ask it."""
+    import json
+
+    try:
+        modules = json.loads((Path(path) / "modules.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    width = None
+    for module in modules:
+        kind = str(module.get("type", "")).rsplit(".", 1)[-1]
+        config_file = Path(path) / module.get("path", "") / "config.json"
+        if kind == "Transformer":
+            continue  # its width is the pooling's word_embedding_dimension
+        if kind == "Normalize":
+            continue
+        try:
+            config = json.loads(config_file.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return None
+        if kind == "Pooling":  # sentence-transformers 5 writes `pooling_mode`, older ones `pooling_mode_*` flags
+            mode = config.get("pooling_mode")
+            modes = ([mode] if isinstance(mode, str) else list(mode or [])) or \
+                [k for k, v in config.items() if k.startswith("pooling_mode_") and v is True]
+            dim = config.get("embedding_dimension", config.get("word_embedding_dimension"))
+            if dim is None or not modes:
+                return None
+            width = int(dim) * len(modes)
+        elif kind == "Dense" and "out_features" in config:
+            width = int(config["out_features"])
+        else:
+            return None
+    return width
+
+
 @_locked_cache
 def load_cross_encoder(path: str, device: str = "cpu", max_length: int | None = None, precision: str = "fp32"):
     """A sentence-transformers ``CrossEncoder`` from a resolved local path."""

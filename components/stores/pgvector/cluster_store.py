@@ -125,15 +125,14 @@ class PgClusterStore(StoreBase):
         prefix = self.table_prefix or default_prefix(self.data_dir)
         store = PgSpanStore(data_dir=self.data_dir, dsn=Secret.from_token(dsn), table_prefix=prefix,
                             **self.store_params, **self._raw_settings)
-        store.__dict__["_embedder_model"] = self.__dict__.get("_embedder_model")  # one model for every shard
-        store._query_vectors = self._query_vectors  # and one memo of query embeddings
+        store._query_vectors = self._query_vectors  # one memo of query embeddings (the model itself is shared by
+        # load_sentence_transformer's cache, loaded by the first dense query or write, never to read BM25)
         return store
 
     @property
     def primaries(self) -> list[PgSpanStore]:
         if self._primaries is None:
             layout = self._layout()
-            self.embedder  # loaded once here, shared by the shards  # noqa: B018
             primaries = [self._store(s["primary"]) for s in layout]
             stats = self._stats = GlobalStats()
             for i, store in enumerate(primaries):

@@ -237,7 +237,7 @@ def sync_store(store) -> dict:
             done = sync(conn, store.tables, documents, store.settings, store.embed_passages,
                         progress=_tqdm() if store.progress else None, ords=ords)
             if bulk:
-                vectors.build_indexes(store._vector_store, done["chunks_written"], store._dimension(),
+                vectors.build_indexes(store._vector_store, done["chunks_written"], store.embedding_dimension,
                                          store.search_strategy, store.progress)
         if done["added"] or done["changed"] or done["deleted"]:  # planner statistics and the visibility
             for part in ("postings", "chunkmap", "terms"):      # map (index-only scans of the postings)

@@ -175,3 +175,21 @@ def test_demo_questions_answer_the_same_through_the_cluster(running, pg_dsn, tmp
             assert got[key] == want[key], (question, key)
         assert [(d["doc_id"], d["char_start"]) for d in got["documents"]] == \
                [(d["doc_id"], d["char_start"]) for d in want["documents"]], question
+
+
+def test_bm25_on_the_cluster_loads_no_embedding_model(running, tmp_path):
+    """A coordinator that only ranks with BM25 never holds the embedder (its memory is the mirrors'); the first
+    dense query loads one model, shared by every shard store."""
+    where, manifest = running
+    both(where, manifest, ROOT / "data" / "kb", "lazy")  # builds the tables (that embeds the chunks)
+    reader = PgClusterStore(data_dir=str(ROOT / "data" / "kb"), cluster_dir=str(where), table_prefix="spread_lazy",
+                            progress=False)
+    reader.open()
+    stores = [reader, *reader.primaries, *(r for rs in reader._replicas for r in rs)]
+    question = questions()[0]
+    assert reader.bm25_search(reader.analyzer(question), 5, Selection(), BM25Params())
+    assert reader.embedding_dimension == 384
+    assert not any("_embedder_model" in s.__dict__ for s in stores)
+    assert reader.dense_search(question, 5, Selection())
+    models = {id(s.__dict__["_embedder_model"]) for s in stores if "_embedder_model" in s.__dict__}
+    assert len(models) == 1
