@@ -143,19 +143,20 @@ def mean_idf(histogram, n: float) -> float:
 _POSTING = np.dtype([("n", ">i2"), ("l1", ">i4"), ("ckey", ">i4"), ("l2", ">i4"), ("tf", ">f4"), ("l3", ">i4"),
                      ("dl", ">f8")])  # one row of COPY (SELECT ckey, tf, dl …) TO STDOUT (FORMAT binary)
 _MAPPED = np.dtype([("n", ">i2"), ("l1", ">i4"), ("ckey", ">i4"), ("l2", ">i4"), ("doc", ">i4")])  # (ckey, doc)
+_KEY = np.dtype([("n", ">i2"), ("l1", ">i4"), ("ckey", ">i4")])  # one row of COPY (SELECT ckey …)
 FILTER_MASKS = 32  # metadata filters whose rows a mirror keeps (a boolean per row each: 1 MB at 1M chunks)
 COPY_GROUP = 8 << 20  # bytes of binary COPY parsed at once
 _MASKS_LOCK = threading.Lock()
 
 
-def copy_rows(conn, statement, dtype: np.dtype):
+def copy_rows(conn, statement, dtype: np.dtype, params=None):
     """The rows of ``COPY (…) TO STDOUT (FORMAT binary)`` as numpy structured arrays, in groups of ``COPY_GROUP``
     bytes (no Python object per row, few numpy calls); every column must be of fixed width (``dtype`` names its
-    length words)."""
+    length words). ``params`` are bound by psycopg (COPY takes no server-side parameters)."""
 
     def groups():
         blocks, size = [], 0
-        with conn.cursor().copy(statement) as copy:
+        with conn.cursor().copy(statement, params) as copy:
             for block in copy:  # blocks of a few kB
                 blocks.append(bytes(block))
                 size += len(blocks[-1])
@@ -286,9 +287,11 @@ def filter_rows(store, mirror: Mirror, filters: dict) -> np.ndarray | None:
             conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
             if conn.execute(q("SELECT version FROM {state} WHERE id = 1", store.tables)).fetchone()[0] != mirror.version:
                 return None
-            keys = conn.execute(q("SELECT m.ckey FROM {chunks} AS c0 JOIN {chunkmap} AS m ON m.chunk_id = c0.id",
-                                  store.tables) + (where or sql.SQL("")), fparams).fetchall()
-        rows = mirror.rows_of_keys(np.fromiter((k for (k,) in keys), dtype=np.int64, count=len(keys)))
+            statement = sql.SQL("COPY ({}) TO STDOUT (FORMAT binary)").format(
+                q("SELECT m.ckey FROM {chunks} AS c0 JOIN {chunkmap} AS m ON m.chunk_id = c0.id", store.tables)
+                + (where or sql.SQL("")))
+            parts = [p["ckey"].astype(np.int64) for p in copy_rows(conn, statement, _KEY, fparams or None)]
+        rows = mirror.rows_of_keys(np.concatenate(parts) if parts else np.zeros(0, np.int64))
     with _MASKS_LOCK:  # searches of several threads share the mirror
         while len(mirror.masks) >= FILTER_MASKS:
             mirror.masks.pop(next(iter(mirror.masks)), None)
