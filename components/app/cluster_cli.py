@@ -41,9 +41,17 @@ def main(argv, console) -> int:
     for column in ("server", "role", "running", "replay lag (bytes)", "data"):
         table.add_column(column)
     for r in rows:
-        table.add_row(r["name"], r["role"], "yes" if r["running"] else "no",
+        running = "yes" if r["running"] else "no"
+        if r["role"] == "replica" and r["running"] and not r.get("streaming", True):
+            running = "yes, not streaming"
+        table.add_row(r["name"], r["role"], running,
                       str(r.get("lag_bytes", "")) if r["role"] == "replica" else "", r["data"])
     console.print(table)
+    stuck = [r["name"] for r in rows if r["role"] == "replica" and r["running"] and not r.get("streaming", True)]
+    if stuck:  # reads skip a replica behind the question's version, so answers stay right; it serves nothing
+        console.print(f"{', '.join(stuck)}: not streaming from the primary (its log in the data folder says why); "
+                      f"questions read the primary meanwhile. If the primary removed WAL it needs, stop the cluster, "
+                      f"remove that replica's folder and run `cluster up` again: it is copied afresh.")
     if args.action == "up":
         console.print(f"PgClusterStore(cluster_dir={args.dir!r}) reads {args.dir}/cluster.json; "
                       f"`python run.py cluster down --dir {args.dir}` stops every server.")

