@@ -138,11 +138,11 @@ def okapi_given(index: InvertedIndex, query_tokens: list[str], n_docs: float, av
         idf = np.log(n_docs - df + 0.5) - np.log(df + 0.5)
         terms.append(t)
         weights.append(n * (floor if idf < 0 else idf))
-    if not terms:
-        return np.zeros(index.n_docs, dtype=np.float64)
-    sizes = np.diff(index.indptr)[terms]
-    pos = np.concatenate([np.arange(index.indptr[t], index.indptr[t + 1]) for t in terms])
-    rows, tf = index.doc_ids[pos], index.tfs[pos].astype(np.float64)
+    scores = np.zeros(index.n_docs, dtype=np.float64)
     c1, c2, c3 = k1 + 1, k1 * (1 - b), k1 * b / avgdl
-    contrib = np.repeat(np.asarray(weights, dtype=np.float64), sizes) * (tf * c1 / (tf + c2 + c3 * index.doc_len[rows]))
-    return np.bincount(rows, weights=contrib, minlength=index.n_docs)
+    for t, weight in zip(terms, weights):  # term by term: the temporaries are one postings list's, not the query's
+        lo, hi = index.indptr[t], index.indptr[t + 1]
+        rows, tf = index.doc_ids[lo:hi], index.tfs[lo:hi].astype(np.float64)
+        contrib = np.float64(weight) * (tf * c1 / (tf + c2 + c3 * index.doc_len[rows]))
+        scores += np.bincount(rows, weights=contrib, minlength=index.n_docs)  # a row once per term: the same sums,
+    return scores                                                             # in the same order, as one bincount
