@@ -16,6 +16,7 @@ from components.core.backends.models import (
     torch_device,
 )
 from components.core.params import check_choice, check_positive_int
+from components.core.reading.keyed_lookup import names_a_key_of
 from components.readers.extractive_reader import TRAINED_READER
 
 logger = logging.getLogger(__name__)
@@ -97,7 +98,9 @@ class CrossEncoderRanker:
     **Abstaining.** When the best score is below the active threshold the ranker returns *only*
     ``no_answer`` (one ``ExtractedAnswer`` with ``data=None`` and ``meta["no_answer"] = True``,
     ``reason="low_confidence"``), so nothing connected to ``documents`` runs. An empty candidate list gives
-    ``reason="no_candidates"``. The threshold only gates abstention; it does not drop individual passages.
+    ``reason="no_candidates"``. The threshold only gates abstention; it does not drop individual passages. A
+    question that names the key of a table row or setting a passage holds (``keyed_lookup``) is never stopped
+    by it: the reader and the verifier judge that lookup.
 
     **Offline fallback.** With ``fallback="bi_encoder"`` in the YAML, a cross-encoder that cannot be resolved
     is replaced by cosine similarity of normalised ``fallback_model`` embeddings (the pipeline's
@@ -348,7 +351,10 @@ class CrossEncoderRanker:
         order = sorted(range(len(candidates)), key=lambda i: -scores[i])  # stable: ties keep input order
 
         threshold = self.active_threshold
-        if threshold is not None and gate < threshold:
+        if threshold is not None and gate < threshold and not any(names_a_key_of(query, d.content or "")
+                                                                   for d in candidates):
+            # a passage holding a row or setting the question names by its key is read whatever its score: a
+            # scorer of sentences rates `AddressFamily: any` low for "What is AddressFamily set to?"
             best_i = order[0]
             route = list(candidates[best_i].meta.get("route") or [])
             return self._abstain(query, "low_confidence", gate, route)

@@ -19,6 +19,7 @@ from components.core.verification.answers import (
 from components.core.verification.confidence import CalibrationFile, Calibrator, answer_kind, project_path
 from components.core.verification.outcome import not_found_answer, supported_meta
 from components.core.errors import SpanQAError
+from components.core.reading.keyed_lookup import another_setting
 from components.core.text.injection import directive_reason
 from components.core.verification.judgements import DEFAULT_HYPOTHESIS, Judgement, lexical_judgement, nli_judgement
 from components.core.params import (ParameterError, check_choice, check_fraction, check_int, check_number,
@@ -73,7 +74,10 @@ class VerifierRouter:
 
     **Evidence** is located by ``components.core.verification.answers.locate_answer`` (the sentence holding the
     answer and its lead-in); **verdicts** come from the backend (``lexical`` rules, an ``nli`` model or an ``llm``
-    judge — ``components.routers.judge_backend`` says how each decides).
+    judge — ``components.routers.judge_backend`` says how each decides). Two checks no model makes come first,
+    whatever the backend: a sentence addressing the reader is never evidence (``instruction_in_evidence``), and
+    the value of a row or setting the question does not name, when the question names an identifier the read
+    text does not hold, answers another setting (``another_setting``; ``keyed_lookup.another_setting``).
 
     **Offline fallback.** ``fallback="lexical"`` makes ``warm_up()`` switch to the lexical rules when the
     NLI model (or the LLM) is unavailable: ``served_by = "fallback:lexical (<model> unavailable)"`` and a
@@ -280,6 +284,12 @@ class VerifierRouter:
             if why:
                 return Judgement(UNSUPPORTED, f"instruction_in_evidence: the answer's sentence {why}; a document "
                                               f"that addresses the reader is data, not evidence"), evidence
+            vis = evidence.visible
+            other = evidence.answer and another_setting(query, vis.text, evidence.answer[0] - vis.start,
+                                                        evidence.answer[1] - vis.start)
+            if other:
+                return Judgement(UNSUPPORTED, f"another_setting: the question names `{other[0]}`, which the read "
+                                              f"text does not hold; the answer is the value of `{other[1]}`"), evidence
         if self.active_backend == "lexical":
             judgement = lexical_judgement(
                 query,

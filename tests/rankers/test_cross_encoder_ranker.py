@@ -337,3 +337,17 @@ def test_reader_fallback_fuses_the_incoming_rank_with_the_readers_answer_margin(
     assert again.fallback == "reader" and again.fallback_reader_model == "spanqa/reader-minilm-l6-squad2"
     gated = CrossEncoderRanker(model=MISSING, fallback="reader", device="cpu", fallback_score_threshold=2.0)
     assert gated.run(query=QUERY, documents=docs)["no_answer"][0].meta["reason"] == "low_confidence"
+
+
+def test_a_passage_holding_the_setting_the_question_names_is_read_whatever_its_score():
+    settings = Document(content="## sshd settings\n\nPort: 22\nAddressFamily: any\nLoginGraceTime: 2m",
+                        meta={"doc_id": "s"})
+    other = Document(content="Ports are numbered from 1 to 65535.", meta={"doc_id": "o"})
+    gate = CrossEncoderRanker(model=MISSING, fallback="bi_encoder", fallback_score_threshold=0.99, device="cpu")
+    gate.warm_up()
+    out = gate.run(query="What is AddressFamily set to by default?", documents=[other, settings])
+    assert set(out) == {"documents"} and out["documents"][0].meta["rerank_gate"] < 0.99
+    assert {d.meta["doc_id"] for d in out["documents"]} == {"s", "o"}
+    # a key the passage does not hold, or a word of prose, does not open the gate
+    assert set(gate.run(query="What is IdleTimeout set to?", documents=[other, settings])) == {"no_answer"}
+    assert set(gate.run(query="What are ports numbered from?", documents=[other, settings])) == {"no_answer"}

@@ -182,6 +182,25 @@ def test_a_keyed_value_is_judged_although_the_reader_prefers_no_answer():
     assert out["widen"][0].meta["route"][-2:] == ["verify:UNSUPPORTED", "widen:passage"]
 
 
+def test_the_value_of_another_setting_is_refused_when_the_named_one_is_absent():
+    conf = "## Bridge\n\n# The keepalive interval, in seconds.\n#keepalive_interval 60\nmax_packet_size 0\n"
+    start = conf.index("60")
+    window = Document(content=conf, meta={"doc_id": "conf", "char_start": 0, "char_end": len(conf),
+                                          "level": "passage", "route": list(ROUTE)})
+
+    def asked(question):
+        answer = ExtractedAnswer(query=question, score=0.9, data="60",
+                                 meta={"doc_id": "conf", "char_start": start, "char_end": start + 2})
+        return verifier().run(query=question, answers=[answer], documents=[window])
+
+    out = asked("What is the default max_keepalive?")  # named, but no line of the text holds it
+    assert out["not_found"][0].meta["reason"] == ("another_setting: the question names `max_keepalive`, which the "
+                                                  "read text does not hold; the answer is the value of "
+                                                  "`keepalive_interval`")
+    assert "answers" in asked("What is the default keepalive_interval?")  # the setting asked about
+    assert "answers" in asked("What is the default keepalive interval in seconds?")  # its words, in order
+
+
 def test_max_level_paragraph_caps_widening():
     v = verifier(max_level="paragraph")
     out = v.run(query=QUERY, answers=[ans("14 days", 202, 209)], documents=[doc(129, 210)])

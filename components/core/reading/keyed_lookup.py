@@ -35,6 +35,15 @@ _LIST_KEY_LINE = re.compile(r"[ \t]*(?:[-*+\u2022][ \t]+|\d{1,3}[.)][ \t]+)?[`*\
 
 _LIST_MARK = re.compile(r"[ \t]*(?:[-*+\u2022]|\d{1,3}[.)])[ \t]")
 
+# a configuration directive, the `Keyword value` of sshd_config, mosquitto.conf, nginx, Apache …, live or shipped
+# commented out (``#Port 22``, ``#max_queued_messages 1000``; a comment has a space after its mark: ``# Logging``)
+_DIRECTIVE = re.compile(r"[ \t]*([#;]?)([A-Za-z_][\w.-]*)[ \t]+((?![=:](?:\s|$))[^\s#;].*?)[ \t]*;?[ \t]*$")
+_COMMENT = re.compile(r"[ \t]*(?:[#;]|//)(?:[ \t].*)?$")
+_BRACES = {"{", "}", "},", "[", "]", "],"}  # the lines of a JSON object that hold no key
+_FENCE = re.compile(r"[ \t]*(?:```|~~~)")
+# a key written as an identifier: an inner capital (CamelCase), or a digit, underscore, dot or hyphen inside
+_IDENTIFIER = re.compile(r"[A-Za-z_][\w.-]*(?:[a-z0-9][A-Z]|[\w][_.\-0-9])[\w.-]*")
+
 
 @dataclass(frozen=True)
 class Keyed:
@@ -84,34 +93,109 @@ def keyed_lines(text: str) -> tuple[Keyed, ...]:
             if (len(lines) >= 2 or listed) and all(found):
                 for m, line in zip(found, lines):
                     out.append(Keyed(m.span(1), (m.span(2),), line))
+            elif lines and text[lines[0][0]:lines[0][1]].strip().startswith(("{", "[")) and \
+                    text[lines[-1][0]:lines[-1][1]].strip().endswith(("}", "]")):
+                out += _assignments(text, lines)  # a JSON object written without a code fence
+            else:
+                out += _directives(text, lines, fenced=False)
         elif block.kind == CODE:
-            for ls, le in _lines(text, block.start, block.end):
-                m = _KEY_LINE.match(text, ls, le)
-                if not m:
-                    continue
-                s, e = m.span(2)
-                if e - s >= 2 and text[s] == text[e - 1] and text[s] in "\"'":
-                    s, e = s + 1, e - 1
-                if e > s:
-                    out.append(Keyed(m.span(1), ((s, e),), (ls, le)))
+            lines = list(_lines(text, block.start, block.end))
+            assigned = _assignments(text, lines)  # `key = value` lines; the rest may be `Keyword value` ones
+            taken = {k.line for k in assigned}
+            rest = [(ls, le) for ls, le in lines if (ls, le) not in taken and text[ls:le].strip() not in _BRACES]
+            out += sorted(assigned + _directives(text, rest, fenced=True), key=lambda k: k.line)
     return tuple(out)
+
+
+def _assignments(text: str, lines) -> list[Keyed]:
+    """The ``key: value`` / ``key = value`` / ``"key": value,`` lines of a code block, quotes left out."""
+    out = []
+    for ls, le in lines:
+        m = _KEY_LINE.match(text, ls, le)
+        if not m:
+            continue
+        s, e = m.span(2)
+        if e - s >= 2 and text[s] == text[e - 1] and text[s] in "\"'":
+            s, e = s + 1, e - 1
+        if e > s:
+            out.append(Keyed(m.span(1), ((s, e),), (ls, le)))
+    return out
+
+
+def _directives(text: str, lines, fenced: bool) -> list[Keyed]:
+    """The ``Keyword value`` lines of a block made of directives and comments only (a config file's way): in a code
+    block any keyword; in prose only directives shipped commented out (``#Port 22``) or keywords written as
+    identifiers (``MaxAuthTries 6``), so that two lines of ordinary prose are never read as settings."""
+    out = []
+    for ls, le in lines:
+        line = text[ls:le]
+        if not line.strip() or _COMMENT.match(line) or (fenced and _FENCE.match(line)):
+            continue
+        m = _DIRECTIVE.match(text, ls, le)
+        opens = m is not None and m.group(3).endswith((":", "{", "(")) and m.group(3).strip(":") != ""
+        if m is None or opens or not (fenced or m.group(1) or _IDENTIFIER.fullmatch(m.group(2))):
+            return []  # a line that opens a block (`def f(x):`, `server {`) is code, not a setting
+        out.append(Keyed(m.span(2), (m.span(3),), (ls, le)))
+    return out
 
 
 def _norm(text: str) -> str:
     return " ".join(text.strip().strip("`*_\"'").rstrip(":").split()).casefold()
 
 
+def key_words(key: str) -> list[str]:
+    """The words an identifier joins, as a person says them: ``AuthorizedKeysCommandUser`` → authorized keys
+    command user, ``max_client_conn`` → max client conn, ``HTTPProxy`` → http proxy, ``X11Forwarding`` → x11
+    forwarding."""
+    parts = re.findall(r"[A-Z]+\d*(?=[A-Z][a-z])|[A-Z]?[a-z]+\d*|[A-Z]+\d*|\d+", key.strip().strip("`*_\"'"))
+    return [p.casefold() for p in parts]
+
+
 def names_key(query: str, key: str) -> bool:
-    """Whether ``query`` names ``key`` exactly (see the module's rules)."""
+    """Whether ``query`` names ``key`` exactly (see the module's rules), or names an identifier's words in order
+    (``the default syslog facility`` names ``SyslogFacility``)."""
     k = _norm(key)
     if len(k) < 2 or not any(ch.isalnum() for ch in k) or k in english_stopwords():
         return False
-    return re.search(r"(?<!\w)" + re.escape(k) + r"(?!\w)", " ".join(query.split()).casefold()) is not None
+    asked = " ".join(query.split()).casefold()
+    if re.search(r"(?<!\w)" + re.escape(k) + r"(?!\w)", asked) is not None:
+        return True
+    words = key_words(key) if " " not in k else []
+    return len(words) >= 2 and re.search(r"(?<![\w-])" + r"[\s_-]+".join(map(re.escape, words)) + r"(?![\w-])",
+                                         asked) is not None
 
 
 def named(query: str, keyed: tuple[Keyed, ...] | list[Keyed], text: str) -> list[Keyed]:
     """The rows and lines of ``keyed`` (of ``text``) whose key ``query`` names."""
     return [k for k in keyed if names_key(query, text[k.key[0] : k.key[1]])]
+
+
+def names_a_key_of(query: str, text: str) -> bool:
+    """Whether ``query`` names the key of a table row or setting ``text`` holds: a lookup the passage can answer
+    whatever a sentence embedding makes of ``AddressFamily: any``."""
+    return bool(named(query, keyed_lines(text), text))
+
+
+# an identifier a question names: CamelCase (``AuthorizedKeysCommandUser``, ``X11Forwarding``) or snake_case
+_ASKED_IDENTIFIER = re.compile(r"(?<![\w.-])(?:[A-Za-z][A-Za-z0-9]*[a-z0-9][A-Z][A-Za-z0-9]*|[A-Za-z]\w*_\w+)(?![\w-])")
+
+
+def another_setting(query: str, text: str, start: int, end: int) -> tuple[str, str] | None:
+    """``(identifier, key)`` when ``text[start:end]`` is the value of a row or setting keyed ``key`` that the
+    question does not name, while the question names an identifier (CamelCase or snake_case) that ``text`` does
+    not hold anywhere: the answer is a neighbouring setting's value ("the default max_keepalive?" answered from
+    ``keepalive_interval 60``). ``None`` otherwise.
+
+    >>> another_setting("What is the default max_keepalive?", "#keepalive_interval 60", 20, 22)
+    ('max_keepalive', 'keepalive_interval')
+    """
+    row = next((k for k in keyed_lines(text) if any(s <= start and end <= e for s, e in k.values)), None)
+    if row is None or names_key(query, text[row.key[0]:row.key[1]]):
+        return None
+    for m in _ASKED_IDENTIFIER.finditer(query):
+        if re.search(r"(?<![\w-])" + re.escape(m.group()) + r"(?![\w-])", text, re.IGNORECASE) is None:
+            return m.group(), text[row.key[0]:row.key[1]]
+    return None
 
 
 def asked_column(question_terms: set[str], names: list[str], terms) -> int | None:

@@ -134,3 +134,43 @@ def test_a_prose_block_of_key_value_items_is_keyed_and_a_mixed_one_is_not():
     one = "- UV_ENOTDIR \u2014 not a directory"  # a window that holds one item of a list
     assert [one[slice(*r.values[0])] for r in keyed_lines(one)] == ["not a directory"]
     assert keyed_lines("Note: a line of prose on its own.") == ()  # one unmarked line is prose
+
+
+def pairs(text: str) -> list[tuple[str, list[str]]]:
+    return [(text[slice(*r.key)], [text[slice(*v)] for v in r.values]) for r in keyed_lines(text)]
+
+
+def test_config_directives_live_or_shipped_commented_out_are_keyed_and_comments_are_not():
+    shipped = ("# Logging\n#SyslogFacility AUTH\n#LogLevel INFO\n\n# Authentication:\n\n#LoginGraceTime 2m\n"
+               "#HostKey /etc/ssh/ssh_host_rsa_key\n#RekeyLimit default none\n")
+    assert pairs(shipped) == [("SyslogFacility", ["AUTH"]), ("LogLevel", ["INFO"]), ("LoginGraceTime", ["2m"]),
+                              ("HostKey", ["/etc/ssh/ssh_host_rsa_key"]), ("RekeyLimit", ["default none"])]
+    fenced = "```\n# the listener\nlistener 1883\nPort 22\n```\n"  # in a code block any keyword is a directive
+    assert pairs(fenced) == [("listener", ["1883"]), ("Port", ["22"])]
+    mixed = "```\n#ListenAddress ::\nPort = 22\n#LogLevel INFO\n```"  # `key = value` and directives together
+    assert pairs(mixed) == [("ListenAddress", ["::"]), ("Port", ["22"]), ("LogLevel", ["INFO"])]
+    code = "```python\ndef f(x):\n    x = 1\n    return x\n```"  # code is not a config file
+    assert pairs(code) == [("x", ["1"])]
+    row = named("What is LoginGraceTime set to?", keyed_lines(shipped), shipped)[0]
+    assert row.values == (_span(shipped, "2m"),)
+
+
+def test_prose_is_never_read_as_directives():
+    assert keyed_lines("Some prose here\nand more prose.\n") == ()  # plain words: not identifiers, not commented
+    assert keyed_lines("# A heading\nPort 22 is the default.\n") == ()  # a comment-like heading, then prose
+    assert pairs("MaxAuthTries 6\nMaxSessions 10\n") == [("MaxAuthTries", ["6"]), ("MaxSessions", ["10"])]
+
+
+def test_a_json_object_without_a_fence_is_keyed_like_code():
+    text = '## Settings\n\n{\n  "Port": 22,\n  "AddressFamily": "any",\n  "Enabled": true\n}'
+    assert pairs(text) == [("Port", ["22"]), ("AddressFamily", ["any"]), ("Enabled", ["true"])]
+
+
+def test_an_identifier_is_named_by_its_words_in_order():
+    assert names_key("What is the default syslog facility in OpenSSH sshd?", "SyslogFacility")
+    assert names_key("What is the default authorized keys command user?", "AuthorizedKeysCommandUser")
+    assert names_key("Is X11 forwarding allowed?", "X11Forwarding")
+    assert names_key("How many max client conn are allowed?", "max_client_conn")
+    assert not names_key("Which facility logs syslog?", "SyslogFacility")  # the words, but not in order
+    assert not names_key("What is the default keys command user?", "AuthorizedKeysCommandUser")  # not all of them
+    assert not names_key("What is the syslog facilityname?", "SyslogFacility")  # whole words only
