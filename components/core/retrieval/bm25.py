@@ -144,5 +144,5 @@ def okapi_given(index: InvertedIndex, query_tokens: list[str], n_docs: float, av
         lo, hi = index.indptr[t], index.indptr[t + 1]
         rows, tf = index.doc_ids[lo:hi], index.tfs[lo:hi].astype(np.float64)
         contrib = np.float64(weight) * (tf * c1 / (tf + c2 + c3 * index.doc_len[rows]))
-        scores += np.bincount(rows, weights=contrib, minlength=index.n_docs)  # a row once per term: the same sums,
-    return scores                                                             # in the same order, as one bincount
+        scores[rows] += contrib  # a row holds a term once: the same sums, in the same order, as one bincount
+    return scores
