@@ -286,7 +286,7 @@ class VerifierRouter:
                                               f"that addresses the reader is data, not evidence"), evidence
             vis = evidence.visible
             other = evidence.answer and another_setting(query, vis.text, evidence.answer[0] - vis.start,
-                                                        evidence.answer[1] - vis.start)
+                                                        evidence.answer[1] - vis.start, vis.title or "")
             if other:
                 return Judgement(UNSUPPORTED, f"another_setting: the question names `{other[0]}`, which the read "
                                               f"text does not hold; the answer is the value of `{other[1]}`"), evidence

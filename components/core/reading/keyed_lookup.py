@@ -7,10 +7,14 @@ when a question names a key *exactly*, the answer is taken from that row's other
 model still chooses among them and scores them, and the verifier still judges them.
 
 - ``keyed_lines(text)``: every table row (not the header), every ``key: value`` / ``key = value`` line of a
-  code block, and every item of a prose block made only of ``key: value`` items (``- ENOENT: no such file``,
-  ``ENOENT — no such file``), as ``Keyed(key, values, line)`` character ranges of ``text``;
+  code block or of a JSON object, every item of a prose block made only of ``key: value`` items (``- ENOENT: no
+  such file``, ``ENOENT — no such file``), and every ``Keyword value`` directive of a config file's block
+  (``#LoginGraceTime 2m``, see ``_directives``), as ``Keyed(key, values, line)`` character ranges of ``text``;
 - ``named(query, keyed, text)``: those whose key the question names — the key's whole text, case-insensitive,
-  between non-word characters, at least two characters with a letter or digit, and not a stop word.
+  between non-word characters, at least two characters with a letter or digit, and not a stop word; or an
+  identifier's words in order ("syslog facility" names ``SyslogFacility``);
+- ``another_setting``: an answer that is the value of a setting the question does not name, while the question
+  names an identifier the text does not hold.
 
     rows = named("What does error E4031 mean?", keyed_lines(text), text)
     rows[0].values   # ((start, end),) of "Quota for the project is exhausted"
@@ -180,11 +184,11 @@ def names_a_key_of(query: str, text: str) -> bool:
 _ASKED_IDENTIFIER = re.compile(r"(?<![\w.-])(?:[A-Za-z][A-Za-z0-9]*[a-z0-9][A-Z][A-Za-z0-9]*|[A-Za-z]\w*_\w+)(?![\w-])")
 
 
-def another_setting(query: str, text: str, start: int, end: int) -> tuple[str, str] | None:
+def another_setting(query: str, text: str, start: int, end: int, title: str = "") -> tuple[str, str] | None:
     """``(identifier, key)`` when ``text[start:end]`` is the value of a row or setting keyed ``key`` that the
-    question does not name, while the question names an identifier (CamelCase or snake_case) that ``text`` does
-    not hold anywhere: the answer is a neighbouring setting's value ("the default max_keepalive?" answered from
-    ``keepalive_interval 60``). ``None`` otherwise.
+    question does not name, while the question names an identifier (CamelCase or snake_case) that neither ``text``
+    nor the document's ``title`` holds: the answer is a neighbouring setting's value ("the default max_keepalive?"
+    answered from ``keepalive_interval 60``). ``None`` otherwise.
 
     >>> another_setting("What is the default max_keepalive?", "#keepalive_interval 60", 20, 22)
     ('max_keepalive', 'keepalive_interval')
@@ -193,7 +197,7 @@ def another_setting(query: str, text: str, start: int, end: int) -> tuple[str, s
     if row is None or names_key(query, text[row.key[0]:row.key[1]]):
         return None
     for m in _ASKED_IDENTIFIER.finditer(query):
-        if re.search(r"(?<![\w-])" + re.escape(m.group()) + r"(?![\w-])", text, re.IGNORECASE) is None:
+        if re.search(r"(?<![\w-])" + re.escape(m.group()) + r"(?![\w-])", f"{title}\n{text}", re.IGNORECASE) is None:
             return m.group(), text[row.key[0]:row.key[1]]
     return None
 

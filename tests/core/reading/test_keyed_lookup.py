@@ -174,3 +174,17 @@ def test_an_identifier_is_named_by_its_words_in_order():
     assert not names_key("Which facility logs syslog?", "SyslogFacility")  # the words, but not in order
     assert not names_key("What is the default keys command user?", "AuthorizedKeysCommandUser")  # not all of them
     assert not names_key("What is the syslog facilityname?", "SyslogFacility")  # whole words only
+
+
+def test_another_setting_only_when_the_named_identifier_is_nowhere():
+    from components.core.reading.keyed_lookup import another_setting
+
+    conf = "#keepalive_interval 60\n#max_inflight 20\n"
+    at = conf.index("60")
+    assert another_setting("What is the default max_keepalive?", conf, at, at + 2) == ("max_keepalive",
+                                                                                      "keepalive_interval")
+    assert another_setting("What is the default keepalive_interval?", conf, at, at + 2) is None  # named
+    assert another_setting("What is the default keepalive interval?", conf, at, at + 2) is None  # no identifier
+    assert another_setting("What does MosquittoBridge set the keepalive to?", conf, at, at + 2,
+                           title="MosquittoBridge settings") is None  # the title holds it
+    assert another_setting("What is the default max_keepalive?", "It is 60 seconds.", 6, 8) is None  # prose
