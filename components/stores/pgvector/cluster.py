@@ -83,8 +83,8 @@ def _basebackup(primary_uri: str, path: Path) -> None:
         path.mkdir(mode=0o700, parents=True, exist_ok=True)
         shutil.chown(path, user)
     done = subprocess.run([_bin("pg_basebackup"), "-d", primary_uri, "-D", str(path), "-R", "-X", "stream",
-                           "-C", "-S", slot, "--checkpoint=fast"], capture_output=True, text=True, timeout=600, user=user,
-                          stdin=subprocess.DEVNULL)
+                           "-C", "-S", slot, "--checkpoint=fast"], capture_output=True, text=True, timeout=600,
+                          user=user, stdin=subprocess.DEVNULL)
     if done.returncode:
         raise SpanQAError(f"cluster: pg_basebackup of {primary_uri} into {path} failed "
                           f"({' '.join(done.stderr.split())[:300]}). Run `python run.py cluster down --dir "
@@ -169,8 +169,9 @@ def status(directory: str | Path) -> list[dict]:
                             row["streaming"] = conn.execute("SELECT count(*) FROM pg_stat_wal_receiver WHERE "
                                                             "status = 'streaming'").fetchone()[0] > 0
                             if primary_lsn is not None:
-                                row["lag_bytes"] = int(conn.execute(
-                                    "SELECT pg_wal_lsn_diff(%s, pg_last_wal_replay_lsn())", (primary_lsn,)).fetchone()[0])
+                                lag = conn.execute("SELECT pg_wal_lsn_diff(%s, pg_last_wal_replay_lsn())",
+                                                   (primary_lsn,)).fetchone()[0]
+                                row["lag_bytes"] = int(lag)
                 except Exception as exc:  # noqa: BLE001 - a server that does not answer is a status, not a crash
                     row["error"] = " ".join(str(exc).split())[:160]
             rows.append(row)

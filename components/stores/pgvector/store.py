@@ -155,16 +155,17 @@ class PgSpanStore(StoreBase):
         """This thread's pgvector-haystack document store over the chunk table (``cache=False``: a new one)."""
         store = getattr(self._local, "pgvector", None) if cache else None
         if store is None:
-            store = pg_vectors.vector_store(self.server_dsn, self.tables, self.embedding_dimension, self.search_strategy,
-                                            self.hnsw_m, self.hnsw_ef_construction, self.ef_search, extra_options)
+            store = pg_vectors.vector_store(self.server_dsn, self.tables, self.embedding_dimension,
+                                            self.search_strategy, self.hnsw_m, self.hnsw_ef_construction,
+                                            self.ef_search, extra_options)
             if cache:
                 self._local.pgvector = store
         return store
 
     def _wanted(self) -> dict:
         hnsw = {"m": self.hnsw_m, "ef_construction": self.hnsw_ef_construction} if self.search_strategy == "hnsw" else None
-        return {**self.settings.identity(), "schema": pg_schema.SCHEMA_VERSION, "embedding_dimension": self.embedding_dimension,
-                "search_strategy": self.search_strategy, "hnsw": hnsw}
+        return {**self.settings.identity(), "schema": pg_schema.SCHEMA_VERSION,
+                "embedding_dimension": self.embedding_dimension, "search_strategy": self.search_strategy, "hnsw": hnsw}
 
     # -- the index ---------------------------------------------------------------------------------------
     def open(self, refresh: bool = False) -> int:
