@@ -26,7 +26,7 @@ import re
 from dataclasses import dataclass
 from functools import lru_cache
 
-from components.core.text.analysis import english_stopwords
+from components.core.text.analysis import english_stopwords, is_identifier
 from components.core.text.splitting import (CODE, PROSE, TABLE, _KEY_LINE, _TABLE_RULE, _lines, split_blocks,
                                             table_header_line)
 
@@ -45,8 +45,13 @@ _DIRECTIVE = re.compile(r"[ \t]*([#;]?)([A-Za-z_][\w.-]*)[ \t]+((?![=:](?:\s|$))
 _COMMENT = re.compile(r"[ \t]*(?:[#;]|//)(?:[ \t].*)?$")
 _BRACES = {"{", "}", "},", "[", "]", "],"}  # the lines of a JSON object that hold no key
 _FENCE = re.compile(r"[ \t]*(?:```|~~~)")
-# a key written as an identifier: an inner capital (CamelCase), or a digit, underscore, dot or hyphen inside
-_IDENTIFIER = re.compile(r"[A-Za-z_][\w.-]*(?:[a-z0-9][A-Z]|[\w][_.\-0-9])[\w.-]*")
+_CAMEL = re.compile(r"[a-z0-9][A-Z]")  # an inner capital: ``MaxAuthTries``, ``X11Forwarding``
+
+
+def _identifier_key(key: str) -> bool:
+    """A key written as an identifier: ``analysis.is_identifier``'s (a digit, or parts joined by - _ . /) or
+    CamelCase."""
+    return is_identifier(key) or _CAMEL.search(key) is not None
 
 
 @dataclass(frozen=True)
@@ -137,7 +142,7 @@ def _directives(text: str, lines, fenced: bool) -> list[Keyed]:
             continue
         m = _DIRECTIVE.match(text, ls, le)
         opens = m is not None and m.group(3).endswith((":", "{", "(")) and m.group(3).strip(":") != ""
-        if m is None or opens or not (fenced or m.group(1) or _IDENTIFIER.fullmatch(m.group(2))):
+        if m is None or opens or not (fenced or m.group(1) or _identifier_key(m.group(2))):
             return []  # a line that opens a block (`def f(x):`, `server {`) is code, not a setting
         out.append(Keyed(m.span(2), (m.span(3),), (ls, le)))
     return out
@@ -180,8 +185,9 @@ def names_a_key_of(query: str, text: str) -> bool:
     return bool(named(query, keyed_lines(text), text))
 
 
-# an identifier a question names: CamelCase (``AuthorizedKeysCommandUser``, ``X11Forwarding``) or snake_case
-_ASKED_IDENTIFIER = re.compile(r"(?<![\w.-])(?:[A-Za-z][A-Za-z0-9]*[a-z0-9][A-Z][A-Za-z0-9]*|[A-Za-z]\w*_\w+)(?![\w-])")
+# a word of a question that can only be a name: CamelCase (``AuthorizedKeysCommandUser``) or snake_case
+# (``max_keepalive``) — not every identifier: ``COVID-19`` or ``2019`` may be written otherwise in the text
+_ASKED_WORD = re.compile(r"(?<![\w.-])[A-Za-z]\w*(?![\w-])")
 
 
 def another_setting(query: str, text: str, start: int, end: int, title: str = "") -> tuple[str, str] | None:
@@ -196,7 +202,7 @@ def another_setting(query: str, text: str, start: int, end: int, title: str = ""
     row = next((k for k in keyed_lines(text) if any(s <= start and end <= e for s, e in k.values)), None)
     if row is None or names_key(query, text[row.key[0]:row.key[1]]):
         return None
-    for m in _ASKED_IDENTIFIER.finditer(query):
+    for m in (m for m in _ASKED_WORD.finditer(query) if "_" in m.group() or _CAMEL.search(m.group())):
         if re.search(r"(?<![\w-])" + re.escape(m.group()) + r"(?![\w-])", f"{title}\n{text}", re.IGNORECASE) is None:
             return m.group(), text[row.key[0]:row.key[1]]
     return None
