@@ -28,21 +28,6 @@ def more_ids() -> set[str]:
     return {qa["id"] for a in data for p in a["paragraphs"] for qa in p["qas"]}
 
 
-def summary(rows: list[dict], cal, bar: float) -> dict:
-    from components.evaluation import selective
-
-    supported = [r for r in rows if r.get("supported") and r.get("signals")]
-    confs = [cal.predict(r["signals"]) for r in supported]
-    right = [bool(r["answer_correct"]) for r in supported]
-    shown = [(c, y) for c, y in zip(confs, right) if c >= bar]
-    n = len(rows)
-    ece = selective.expected_calibration_error(confs, right)[0] if confs else None
-    return {"questions": n, "unanswerable": sum(not r["answerable"] for r in rows), "shown": len(shown),
-            "right": sum(y for _, y in shown), "precision": round(sum(y for _, y in shown) / len(shown), 3) if shown else None,
-            "coverage": round(len(shown) / n, 3) if n else None,
-            "ece": round(ece, 3) if ece is not None else None}
-
-
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("per_query", help="per_query.jsonl of a --calibrate run")
@@ -58,7 +43,7 @@ def main(argv=None) -> int:
     file = CalibrationFile.load(args.calibration, "calibration_by_kind")
     cal = file.get("extractive")
     rows = [json.loads(line) for line in Path(args.per_query).read_text(encoding="utf-8").splitlines() if line]
-    from components.evaluation.confidence_eval import fit_calibrator, halves, resplits
+    from components.evaluation.confidence_eval import fit_calibrator, halves, kind_summary, resplits
 
     choose, report_half = halves(rows)  # the report half: what the combiner and its bar never saw
     if args.refit_share is not None:
@@ -73,7 +58,7 @@ def main(argv=None) -> int:
     out = {"bar": cal.min_confidence, "unanswerable_share": args.refit_share}
     for name, keep in (("training articles", lambda r: r["id"] not in adversarial),
                        ("squad2-more", lambda r: r["id"] in adversarial), ("both", lambda r: True)):
-        out[name] = summary([r for r in report_half if keep(r)], cal, cal.min_confidence)
+        out[name] = kind_summary([r for r in report_half if keep(r)], cal)
     if args.refit_share is not None:
         spread = resplits(rows, 0.9, 20, args.refit_share)
         out["resplits"] = {k: spread[k] for k in spread if k != "per_split"}

@@ -8,7 +8,7 @@ gold document and holds a gold answer, ``answer_correct``), answers shown wrong,
 coverage of all questions, unanswerable questions answered; and how many right answers the verifier or the
 confidence bar held back.
 
-    python benchmarks/realdocs.py [--pipeline pipelines/extractive.yaml] [--kinds pdf html text] [--json]
+    python benchmarks/realdocs.py [--pipeline pipelines/extractive.yaml] [--kinds pdf html text] [--json] [--rows FILE]
 """
 
 from __future__ import annotations
@@ -42,6 +42,8 @@ def main(argv=None) -> int:
     p.add_argument("--pipeline", default=str(ROOT / "pipelines" / "extractive.yaml"))
     p.add_argument("--kinds", nargs="+", default=["pdf", "html", "text"])
     p.add_argument("--json", action="store_true")
+    p.add_argument("--rows", help="also write every question's row, the confidence's signals included, to this JSON "
+                                  "Lines file")
     args = p.parse_args(argv)
     from components.app.pipeline_io import load_pipeline
     from components.app.runner import QueryRunner
@@ -70,11 +72,14 @@ def main(argv=None) -> int:
             tally.add(q["kind"], q["answerable"], shown, right, held_right)
             rows.append({"id": q["id"], "kind": q["kind"], "answerable": q["answerable"], "answer": result["answer"],
                          "right": right, "verdict": result["verdict"], "reason": result.get("reason"),
-                         "confidence": result.get("confidence"), "held_back": held})
+                         "confidence": result.get("confidence"), "held_back": held, "held_right": held_right,
+                         "supported": bool(result.get("_supported")), "signals": result.get("_signals")})
             print(f"{q['id']:8s} {'right' if right else ('WRONG' if shown else '-'):5s} {str(result['answer'])[:60]!r}",
                   file=sys.stderr)
     report["by_kind"] = tally.report()
-    report["rows"] = rows
+    if args.rows:
+        Path(args.rows).write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
+    report["rows"] = [{k: v for k, v in r.items() if k != "signals"} for r in rows]
     if not args.json:
         tally.print_table("kind", args.kinds)
     return finish(report, args.json)

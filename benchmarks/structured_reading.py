@@ -10,12 +10,13 @@ Reported per source and overall: answerable questions answered right (the shown 
 coverage, and how many right answers the verifier or the bar held back. Issue 42's target: ≥ 85 % of answerable
 questions right, ≤ 5 % of answers wrong.
 
-    python benchmarks/structured_reading.py [--pipeline pipelines/extractive.yaml] [--limit N] [--json]
+    python benchmarks/structured_reading.py [--pipeline pipelines/extractive.yaml] [--limit N] [--json] [--rows FILE]
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 import tempfile
@@ -26,56 +27,42 @@ from _common import ROOT, AnswerTally, finish
 sys.path.insert(0, str(ROOT / "training"))
 
 
-def documents(data: dict) -> list[tuple[str, str, dict]]:
-    """``(file name, text, question)`` for every question of the SQuAD-shaped ``data``: its block as a document."""
-    out = []
-    for article in data["data"]:
-        source = article["title"].removeprefix("structured-")
-        for k, paragraph in enumerate(article["paragraphs"]):
-            name = f"{source}-{k:04d}.md"
-            text = f"---\ntitle: {source}\n---\n{paragraph['context']}\n"
-            out += [(name, text, qa) for qa in paragraph["qas"]]
-    return out
-
-
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--pipeline", default=str(ROOT / "pipelines" / "extractive.yaml"))
     p.add_argument("--limit", type=int, help="only the first N questions (a quick look)")
     p.add_argument("--json", action="store_true")
+    p.add_argument("--rows", help="also write every question's row, signals included, to this JSON Lines file")
     args = p.parse_args(argv)
     from structured_data import build
 
     from components.app.pipeline_io import load_pipeline
     from components.app.runner import QueryRunner
+    from components.evaluation.blocks import ask_blocks, block_items, write_corpus
     from components.evaluation.metrics import answer_correct
 
-    items = documents(build("heldout"))[: args.limit]
+    items = block_items(build("heldout"))[: args.limit]
     report = {"load_average_before": os.getloadavg(), "questions": len(items)}
     with tempfile.TemporaryDirectory() as tmp:
-        corpus = Path(tmp) / "corpus"
-        corpus.mkdir()
-        for name, text, _ in items:
-            (corpus / name).write_text(text, encoding="utf-8")
-        pipeline, _ = load_pipeline(Path(args.pipeline), data=str(corpus), cache_dir=str(Path(tmp) / "cache"))
+        write_corpus(items, Path(tmp) / "corpus")
+        pipeline, _ = load_pipeline(Path(args.pipeline), data=str(Path(tmp) / "corpus"),
+                                    cache_dir=str(Path(tmp) / "cache"))
         runner = QueryRunner(pipeline)
         runner.warm_up()
-        tally = AnswerTally()
-        rows = []
-        for name, _, qa in items:
-            gold = [a["text"] for a in qa["answers"]]
-            answerable = not qa["is_impossible"]
-            result = runner.ask(qa["question"], filters={"field": "meta.doc_id", "operator": "==", "value": name})
-            shown = result["answer"] is not None
-            right = bool(shown and answerable and answer_correct(result["answer"], gold))
-            held = result.get("rejected_answer")
-            held_right = bool(not shown and held and answerable and answer_correct(held, gold))
-            tally.add(name.rsplit("-", 1)[0], answerable, shown, right, held_right)
-            rows.append({"id": qa["id"], "doc": name, "question": qa["question"], "gold": gold,
-                         "answer": result["answer"], "right": right, "reason": result.get("reason"),
-                         "confidence": result.get("confidence"), "held_back": held})
-            print(f"{qa['id']:28s} {'right' if right else ('WRONG' if shown else '-'):5s} "
-                  f"{str(result['answer'])[:50]!r}", file=sys.stderr)
+        asked = ask_blocks(runner, items, echo=True)
+    if args.rows:
+        Path(args.rows).write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in asked), encoding="utf-8")
+    tally = AnswerTally()
+    rows = []
+    for r in asked:
+        shown = r["answer"] is not None
+        right = bool(shown and r["answerable"] and answer_correct(r["answer"], r["golds"]))
+        held = r["rejected_answer"]
+        held_right = bool(not shown and held and r["answerable"] and answer_correct(held, r["golds"]))
+        tally.add(r["source"], r["answerable"], shown, right, held_right)
+        rows.append({"id": r["id"], "doc": r["doc"], "question": r["question"], "gold": r["golds"],
+                     "answer": r["answer"], "right": right, "reason": r["verdict_reason"],
+                     "confidence": r["confidence"], "held_back": held})
     report["by_source"] = tally.report()
     report["rows"] = rows
     if not args.json:

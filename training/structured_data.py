@@ -31,6 +31,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent / "structured"
 
 
+SPLITS = ("train", "calibrate", "heldout")
+
+
 @dataclass(frozen=True)
 class Record:
     key: str  # the code or the config key, as written in the source
@@ -61,6 +64,11 @@ def curl_errors(text: str) -> list[Record]:
     return out
 
 
+def sqlite_codes(text: str) -> list[Record]:
+    return [Record(k, " ".join(v.split()), n)
+            for k, n, v in re.findall(r"^#define (SQLITE_[A-Z]+)\s+(\d+)\s+/\* (.+?)\s*\*/$", text, re.M)]
+
+
 def libuv_errors(text: str) -> list[Record]:
     return [Record(k, " ".join(v.split()))
             for k, v in re.findall(r"^\.\. c:macro:: (UV_[A-Z0-9_]+)\n\n\s+(.+?)\n", text, re.M)]
@@ -74,6 +82,8 @@ CONFIG_LINES = {
     "unbound-example.conf": re.compile(r"^\s*# ([a-z]+(?:-[a-z]+)+): ([^\s#]+)$"),
     "sshd_config": re.compile(r"^#?([A-Z][a-z]+(?:[A-Z][a-z0-9]+)+|Port) (\S+)$"),
     "mosquitto.conf": re.compile(r"^#([a-z]+(?:_[a-z]+)+) (\S+)$"),
+    "system.conf": re.compile(r"^#([A-Z][A-Za-z]+)=([^\s{]+)$"),  # a value made by the build ({{...}}) is no default
+    "logind.conf": re.compile(r"^#([A-Z][A-Za-z]+)=([^\s{]+)$"),
 }
 
 
@@ -89,12 +99,14 @@ def config_records(name: str, text: str) -> list[Record]:
 
 
 TABLES = {"http-status-codes.json": http_codes, "musl-strerror.h": musl_errno, "curl-errors.md": curl_errors,
-          "libuv-errors.rst": libuv_errors}
+          "libuv-errors.rst": libuv_errors, "sqlite-result-codes.h": sqlite_codes}
 PRODUCTS = {"http-status-codes.json": "HTTP", "musl-strerror.h": "musl libc", "curl-errors.md": "libcurl",
             "libuv-errors.rst": "libuv", "pgbouncer.ini": "PgBouncer", "redis.conf": "Redis",
-            "unbound-example.conf": "Unbound", "sshd_config": "OpenSSH sshd", "mosquitto.conf": "Mosquitto"}
+            "unbound-example.conf": "Unbound", "sshd_config": "OpenSSH sshd", "mosquitto.conf": "Mosquitto",
+            "sqlite-result-codes.h": "SQLite", "system.conf": "systemd", "logind.conf": "systemd-logind"}
 HEADERS = {"http-status-codes.json": ("Status code", "Reason phrase"), "musl-strerror.h": ("Error", "Message"),
-           "curl-errors.md": ("Code", "Meaning"), "libuv-errors.rst": ("Constant", "Meaning")}
+           "curl-errors.md": ("Code", "Meaning"), "libuv-errors.rst": ("Constant", "Meaning"),
+           "sqlite-result-codes.h": ("Result code", "Meaning")}
 
 
 def records(name: str) -> list[Record]:
@@ -112,7 +124,7 @@ def table_block(name: str, rows: list[Record], rng: random.Random) -> str:
     if name == "curl-errors.md" and form < 0.3:  # libcurl's own layout
         body = "\n\n".join(f"## {r.key} ({r.number})\n\n{r.value}" for r in rows)
     elif form < 0.75:
-        number = name == "curl-errors.md"
+        number = any(r.number for r in rows)  # libcurl, SQLite: a number column
         head = f"| {h_key} | " + ("Number | " if number else "") + f"{h_value} |"
         rule = "|---|" + ("---|" if number else "") + "---|"
         body = "\n".join([head, rule] + [f"| {r.key} | " + (f"{r.number} | " if number else "") + f"{r.value} |"
@@ -156,8 +168,9 @@ def table_question(name: str, r: Record, rng: random.Random) -> tuple[str, str]:
         return rng.choice([(f"What does HTTP status code {r.key} mean?", r.value),
                            (f"What is the reason phrase of status {r.key}?", r.value),
                            (f"Which status code means {r.value}?", r.key)])
-    if name == "curl-errors.md" and rng.random() < 0.3:
-        return rng.choice([(f"What is the number of {r.key}?", r.number), (f"Which libcurl error is {r.number}?", r.key)])
+    if r.number and rng.random() < 0.3:
+        return rng.choice([(f"What is the number of {r.key}?", r.number),
+                           (f"Which {PRODUCTS[name]} error is {r.number}?", r.key)])
     return rng.choice([(f"What does {r.key} mean?", r.value), (f"What does the error {r.key} indicate?", r.value),
                        (f"What is the meaning of {r.key}?", r.value), (f"What does {r.key} stand for?", r.value)])
 
@@ -237,7 +250,7 @@ def build(split: str, seed: int = 13, per_record: int = 2, unanswerable: float =
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--split", choices=("train", "heldout"), required=True)
+    p.add_argument("--split", choices=SPLITS, required=True)
     p.add_argument("--out", required=True)
     p.add_argument("--seed", type=int, default=13)
     p.add_argument("--per-record", type=int, default=2, help="blocks (questions) per record")

@@ -48,6 +48,21 @@ def selective_report(rows: list[dict], threshold: float | None) -> dict:
             "report_half": selective_of(report, threshold=threshold)}
 
 
+def kind_summary(rows: list[dict], calibrator: confidence.Calibrator, bar: float | None = None) -> dict:
+    """What ``calibrator`` at ``bar`` (its own by default) shows of ``rows`` as sampled: questions, unanswerable ones,
+    answers shown, right ones, precision, coverage of all questions and ECE of the SUPPORTED answers' confidences."""
+    supported = [r for r in rows if r.get("supported") and r.get("signals")]
+    confs = [calibrator.predict(r["signals"]) for r in supported]
+    right = [bool(r["answer_correct"]) for r in supported]
+    bar = calibrator.min_confidence if bar is None else bar
+    shown = [y for c, y in zip(confs, right) if c >= (bar or 0.0)]
+    n = len(rows)
+    ece = selective.expected_calibration_error(confs, right)[0] if confs else None
+    return {"questions": n, "unanswerable": sum(not r["answerable"] for r in rows), "shown": len(shown),
+            "right": sum(shown), "precision": round(sum(shown) / len(shown), 3) if shown else None,
+            "coverage": round(len(shown) / n, 3) if n else None, "ece": round(ece, 3) if ece is not None else None}
+
+
 def row_weights(rows: list[dict], answers: list[dict], unanswerable_share: float | None):
     """``confidence.prior_weights`` of ``answers`` (some of ``rows``), the share counted over ``rows``' questions."""
     if unanswerable_share is None:

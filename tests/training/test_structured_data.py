@@ -19,8 +19,11 @@ import structured_data  # noqa: E402
 
 def test_answers_are_exact_spans_and_sources_are_split_whole():
     sources = json.loads((ROOT / "training" / "structured" / "sources.json").read_text())["sources"]
-    for split in ("train", "heldout"):
-        data = structured_data.build(split, seed=5, per_record=1)
+    files = {split: {s["file"] for s in sources if s["split"] == split} for split in structured_data.SPLITS}
+    assert all(files.values()) and not (files["train"] & files["calibrate"] or files["train"] & files["heldout"]
+                                        or files["calibrate"] & files["heldout"])
+    for split in structured_data.SPLITS:
+        data = structured_data.build(split, seed=5, per_record=1 if split != "calibrate" else 2)
         titles = {a["title"] for a in data["data"]}
         assert titles == {f"structured-{Path(s['file']).stem}" for s in sources if s["split"] == split}
         n = 0
@@ -50,6 +53,15 @@ def test_records_of_each_source():
     assert sshd["Port"] == "22" and sshd["MaxAuthTries"] == "6"
     curl = {r.key: (r.number, r.value) for r in structured_data.records("curl-errors.md")}
     assert curl["CURLE_URL_MALFORMAT"] == ("3", "The URL was not properly formatted.")
+    sqlite = {r.key: (r.number, r.value) for r in structured_data.records("sqlite-result-codes.h")}
+    assert len(sqlite) == 31 and sqlite["SQLITE_BUSY"] == ("5", "The database file is locked")
+    assert sqlite["SQLITE_INTERRUPT"] == ("9", "Operation terminated by sqlite3_interrupt()")
+    system = {r.key: r.value for r in structured_data.records("system.conf")}
+    # a value the build fills in ({{DEFAULT_TIMEOUT_SEC}}s) and an empty one are no defaults
+    assert system["DefaultRestartSec"] == "100ms" and system["DefaultLimitMEMLOCK"] == "8M"
+    assert "DefaultTimeoutStartSec" not in system and "CPUAffinity" not in system and "StatusUnitFormat" not in system
+    logind = {r.key: r.value for r in structured_data.records("logind.conf")}
+    assert logind["HandleLidSwitchDocked"] == "ignore" and "KillUserProcesses" not in logind
 
 
 def test_blocks_are_read_whole_and_untaught(tmp_path):
