@@ -16,7 +16,7 @@ PIPELINE   ?= pipelines/extractive.yaml
 SERVE_ARGS ?=
 
 .PHONY: setup demo test check train train-more train-stage3 train-stage4 train-stage5 train-stage5-plain train-stage6 train-stage7 \
-	train-stage8 average-stages train-adversarial train-structured average-previous train-verifier train-verifier-structured heldout calibrate bench serve bench-serve eval targets clean
+	train-stage8 average-stages train-adversarial train-structured average-previous train-verifier train-verifier-structured train-verifier-constructed heldout calibrate bench serve bench-serve eval targets clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -174,6 +174,16 @@ train-verifier-structured: setup
 		--structured .spanqa/training/structured-train.json --structured-heldout .spanqa/training/structured-heldout.json \
 		--eval-every 6000 --work .spanqa/training/verifier3 --out .spanqa/training/verifier3-out
 
+# the shipped verifier continued with 4,000 unanswerable questions constructed from answerable training questions (a
+# word swapped, the question negated, an antonym) beside the same candidates; writes .spanqa/training/verifier4-out
+train-verifier-constructed: setup
+	$(BIN)/python training/structured_data.py --split train --out .spanqa/training/structured-train.json
+	$(BIN)/python training/structured_data.py --split heldout --out .spanqa/training/structured-heldout.json
+	$(BIN)/python training/train_verifier.py --init models/spanqa-verifier-minilm-l6 --lr 3e-5 --minutes 30 \
+		--constructed 4000 --structured .spanqa/training/structured-train.json \
+		--structured-heldout .spanqa/training/structured-heldout.json \
+		--eval-every 6000 --work .spanqa/training/verifier4 --out .spanqa/training/verifier4-out
+
 # the held-out articles as one SQuAD file — the held-out training articles (1,731 questions; HELDOUT_QUESTIONS=N: a
 # stratified N of them) and the 6 held-out squad2-more articles (2,032, adversarial unanswerable; MORE_QUESTIONS=N)
 # — and the confidence combiner fitted on them for the YAML's metadata.spanqa.unanswerable_share (UNANSWERABLE_SHARE
@@ -186,9 +196,14 @@ heldout: setup
 	$(BIN)/python training/heldout.py --questions $(HELDOUT_QUESTIONS) $(if $(wildcard $(MORE)),--more $(MORE) \
 		--more-questions $(MORE_QUESTIONS))
 
+# with the structured-text calibration sources' questions, each asked of its own block (training/calibrate.py)
 calibrate: heldout
-	$(BIN)/python run.py pipelines/extractive.yaml --eval .spanqa/training/heldout-squad2.json --calibrate --no-audit \
-		$(if $(UNANSWERABLE_SHARE),--unanswerable-share $(UNANSWERABLE_SHARE)) --report reports/heldout-calibration
+	$(BIN)/python run.py pipelines/extractive.yaml --eval .spanqa/training/heldout-squad2.json --no-audit \
+		--report reports/heldout-calibration
+	rm -f reports/heldout-calibration/blocks.jsonl
+	$(BIN)/python training/calibrate.py --squad-rows reports/heldout-calibration/per_query.jsonl \
+		--blocks-rows reports/heldout-calibration/blocks.jsonl --save \
+		$(if $(UNANSWERABLE_SHARE),--unanswerable-share $(UNANSWERABLE_SHARE))
 
 bench: setup
 	$(BIN)/python benchmarks/run_all.py

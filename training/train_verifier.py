@@ -50,6 +50,9 @@ def parse_args(argv=None):
                    help="table and config blocks to train on (training/structured_data.py --split train)")
     p.add_argument("--structured-heldout", default=None, metavar="SQUAD2_JSON",
                    help="held-out table and config blocks, judged with the held-out articles (--split heldout)")
+    p.add_argument("--constructed", type=int, default=0,
+                   help="also this many unanswerable questions made from answerable training questions (a word "
+                        "swapped, the question negated, an antonym: verifier_data.constructed), of SQuAD 1.1 articles")
     p.add_argument("--heldout-questions", type=int, default=1200, help="seeded stratified sample of held-out questions")
     p.add_argument("--reader", default="spanqa/reader-minilm-l6-squad2", help="whose candidates are judged")
     p.add_argument("--init", default="spanqa/reader-minilm-l6-squad2",
@@ -83,6 +86,8 @@ def question_sets(args):
     check_not_development(args.more)
     more_train, more_held, more_titles = reader_data.split_more(
         reader_data.load_articles(args.more, adversarial=True), args.more_heldout, args.seed)
+    if args.constructed:  # from the training articles only: held-out articles stay unread
+        train = train + verifier_data.constructed(train, args.constructed, args.seed)
     train, held = train + more_train, held + more_held
     if args.heldout_questions and args.heldout_questions < len(held):
         held = reader_data.stratified_sample(held, args.heldout_questions, args.seed)
@@ -101,7 +106,7 @@ def candidates(args, work: Path, train, held):
 
     key = json.dumps({k: getattr(args, k) for k in ("v1", "v2", "more", "seed", "heldout_articles", "more_heldout",
                                                     "v1_questions", "heldout_questions", "reader", "hard",
-                                                    "per_context", "tiny", "structured", "structured_heldout")},
+                                                    "per_context", "tiny", "structured", "structured_heldout", "constructed")},
                      sort_keys=True)
     paths = {"train": work / "candidates-train.jsonl", "heldout": work / "candidates-heldout.jsonl"}
     stamp = work / "candidates.key"

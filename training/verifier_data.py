@@ -8,6 +8,10 @@ closest to the question and that does not hold its answer. The reader's best ``p
 candidates; a candidate is right when ``components.evaluation.metrics.answer_correct`` says so (any answer to an
 unanswerable question is wrong). Its text for the model is ``verifier_input.verifier_pair`` of the evidence the
 pipeline's verifier would locate — the same function the pipeline calls.
+
+``constructed`` adds unanswerable questions made from answerable ones (``unanswerable``: a word swapped for another
+of the article, the question negated, a word replaced by an antonym): SQuAD 2.0's adversarial kinds, as many as the
+answerable training questions allow, where the written ones are a few thousand.
 """
 
 from __future__ import annotations
@@ -20,6 +24,9 @@ from typing import Iterable, Iterator
 
 import reader_data
 from questions import Question
+from unanswerable import WORD, antonym_question, negated_question, swapped_question
+
+CONSTRUCTED = ("swap", "negation", "antonym")
 
 
 @dataclass
@@ -96,6 +103,32 @@ def candidates_of(q: Question, reader, contexts: list[tuple[str, str]], per_cont
             yield Candidate(q.qid, q.article, q.question, str(a.data), text_a, text_b,
                             int(answer_correct(str(a.data), golds, bool(q.answers))), float(a.score), rank, kind,
                             bool(q.answers), q.adversarial, golds, text, start, end)
+
+
+def constructed(questions: list[Question], n: int, seed: int) -> list[Question]:
+    """Up to ``n`` unanswerable questions made from a seeded sample of the answerable ``questions``: each one kind
+    of ``CONSTRUCTED`` in turn (the next kind when one cannot be made), asked of the same paragraph, no answer,
+    ``adversarial`` (written against its paragraph). Their ids end in ``~swap`` / ``~negation`` / ``~antonym``."""
+    by_article: dict[str, list[str]] = {}
+    for q in questions:
+        paras = by_article.setdefault(q.article, [])
+        if q.context not in paras:
+            paras.append(q.context)
+    vocabulary = {w.lower() for paras in by_article.values() for p in paras for w in WORD.findall(p)}
+    rng = random.Random(seed)
+    pool = [q for q in questions if q.answers and not q.structured]
+    out = []
+    for i, q in enumerate(rng.sample(pool, len(pool))):
+        if len(out) >= n:
+            break
+        for kind in CONSTRUCTED[i % 3:] + CONSTRUCTED[: i % 3]:
+            text = (swapped_question(q, by_article[q.article], rng) if kind == "swap" else
+                    negated_question(q) if kind == "negation" else antonym_question(q, vocabulary, rng))
+            if text is not None:
+                out.append(Question(f"{q.qid}~{kind}", text, q.context, (), (), q.article, q.paragraph,
+                                    adversarial=True))
+                break
+    return out
 
 
 def build(questions: list[Question], reader, *, seed: int, hard: float = 0.3, per_context: int = 2,

@@ -59,3 +59,27 @@ def test_a_tiny_run_labels_candidates_lowers_its_loss_and_exports(tmp_path):
     tok, after = load_hf_model(str(tmp_path / "out"), "AutoModelForSequenceClassification", "cpu")
     assert _log_loss(after.float(), tok, train) < _log_loss(before, tokenizer, train)
     assert (tmp_path / "out" / "training.json").exists()
+
+
+def _question(qid, question, context, answers=((0, "x"),), article="A", paragraph=0):
+    from questions import Question
+
+    return Question(qid, question, context, tuple(answers), (), article, paragraph)
+
+
+def test_constructed_questions_are_unanswerable_twins_of_answerable_training_questions():
+    context = "The mayor of Springfield opened the largest bridge in 1990. The river is wide."
+    other = "Shelbyville built a small tunnel under the harbour in 1985."
+    qs = [_question("q1", "Who opened the largest bridge?", context, ((0, "The mayor of Springfield"),)),
+          _question("q2", "When was the largest bridge opened?", context, ((55, "1990"),)),
+          _question("q3", "What did Shelbyville build?", other, ((19, "a small tunnel"),), paragraph=1),
+          _question("q4", "Which question has no answer?", context, ())]  # unanswerable: never a source
+    made = verifier_data.constructed(qs, 10, seed=3)
+    assert made and len(made) <= 3 and {q.qid.split("~")[1] for q in made} >= {"swap", "negation"}
+    for q in made:
+        base, kind = q.qid.split("~")
+        source = next(s for s in qs if s.qid == base)
+        assert kind in verifier_data.CONSTRUCTED and source.answers and base != "q4"
+        assert q.answers == () and q.adversarial and q.context == source.context and q.question != source.question
+    assert [q.qid for q in made] == [q.qid for q in verifier_data.constructed(qs, 10, seed=3)]  # seeded
+    assert len(verifier_data.constructed(qs, 1, seed=3)) == 1
