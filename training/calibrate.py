@@ -53,7 +53,8 @@ def block_rows(pipeline_path: Path, cache: Path | None) -> tuple[list[dict], obj
     items = block_items(build("calibrate"))
     with tempfile.TemporaryDirectory() as tmp:
         write_corpus(items, Path(tmp) / "corpus")
-        pipeline, spec = load_pipeline(pipeline_path, data=str(Path(tmp) / "corpus"), cache_dir=str(Path(tmp) / "cache"))
+        pipeline, spec = load_pipeline(pipeline_path, data=str(Path(tmp) / "corpus"),
+                                       cache_dir=str(Path(tmp) / "cache"))
         runner = QueryRunner(pipeline)
         runner.warm_up()
         if cache is not None and cache.exists():

@@ -106,7 +106,8 @@ def candidates(args, work: Path, train, held):
 
     key = json.dumps({k: getattr(args, k) for k in ("v1", "v2", "more", "seed", "heldout_articles", "more_heldout",
                                                     "v1_questions", "heldout_questions", "reader", "hard",
-                                                    "per_context", "tiny", "structured", "structured_heldout", "constructed")},
+                                                    "per_context", "tiny", "structured", "structured_heldout",
+                                                    "constructed")},
                      sort_keys=True)
     paths = {"train": work / "candidates-train.jsonl", "heldout": work / "candidates-heldout.jsonl"}
     stamp = work / "candidates.key"
