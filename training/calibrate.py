@@ -84,8 +84,7 @@ def main(argv=None) -> int:
 
     from components.app.runner import reader_kind
     from components.core.errors import SpanQAError
-    from components.core.verification.confidence import CalibrationFile, project_path
-    from components.evaluation.confidence_eval import fit_calibrator, halves, kind_summary, resplits
+    from components.evaluation.confidence_eval import fit_calibrator, halves, kind_summary, resplits, save_calibrator
 
     squad_path = Path(args.squad_rows)
     if not squad_path.exists():
@@ -121,10 +120,7 @@ def main(argv=None) -> int:
     spread = resplits(rows, target, 20, share)
     out["resplits"] = {k: v for k, v in (spread or {}).items() if k != "per_split"}
     if args.save:
-        path = project_path(verifier.calibration)
-        file = CalibrationFile.load(path, missing_ok=True)
-        file.calibrators[kind] = cal
-        out["saved_to"] = str(file.save(path))
+        out["saved_to"] = save_calibrator(cal, kind, verifier.calibration)
     print(json.dumps(out, indent=None if args.json else 2, default=str))
     return 0
 

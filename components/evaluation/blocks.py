@@ -25,7 +25,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from components.evaluation.metrics import answer_correct
+from components.evaluation.metrics import answer_correct, verified_correct
 
 
 @dataclass(frozen=True)
@@ -68,9 +68,7 @@ def ask_blocks(runner, items: list[BlockQuestion], echo: bool = False) -> list[d
             "answerable": answerable, "golds": golds, "answer": answer, "verdict": result.get("verdict"),
             "verdict_reason": result.get("reason"), "rejected_answer": result.get("rejected_answer"),
             "supported": supported, "confidence": result.get("confidence"), "signals": result.get("_signals"),
-            # the verified answer, shown or held back by the bar, judged against the gold (evaluate_squad's rule)
-            "answer_correct": answer_correct(answer or (result.get("rejected_answer") if supported else None),
-                                             golds, answerable),
+            "answer_correct": verified_correct(result, golds, answerable),
         })
         if echo:
             right = answer is not None and answerable and answer_correct(answer, golds)

@@ -137,6 +137,17 @@ def resplits(rows: list[dict], target_precision: float, splits: int,
     return out
 
 
+def save_calibrator(cal: confidence.Calibrator, kind: str, path: str | None) -> str | None:
+    """Write ``cal`` as the ``kind`` combiner of the calibration file at ``path`` (relative to the project root when
+    not found as given), keeping the file's other combiners; the path written, or None without a path."""
+    if not path:
+        return None
+    path = confidence.project_path(path)
+    file = confidence.CalibrationFile.load(path, missing_ok=True)
+    file.calibrators[kind] = cal
+    return str(file.save(path))
+
+
 def calibrate_confidence(rows: list[dict], runner, dataset: str, target_precision: float | None,
                          out_path: str | None, unanswerable_share: float | None = None,
                          splits: int = 20) -> dict[str, Any]:
@@ -155,14 +166,7 @@ def calibrate_confidence(rows: list[dict], runner, dataset: str, target_precisio
                                               "served_by": runner.models()}, unanswerable_share)
     except SpanQAError as exc:  # too few answers: say so, keep the file as it is
         return {"saved_to": None, "kind": kind, "warnings": [str(exc)]}
-    path = out_path or verifier.calibration
-    saved = None
-    if path:  # the other kind's combiner in the same file is kept
-        from components.core.verification.confidence import project_path
-
-        file = confidence.CalibrationFile.load(project_path(path), missing_ok=True)
-        file.calibrators[kind] = cal
-        saved = str(file.save(project_path(path)))
+    saved = save_calibrator(cal, kind, out_path or verifier.calibration)
     return {
         "saved_to": saved, "kind": kind, "target_precision": target, "min_confidence": cal.min_confidence,
         "coefficients": dict(zip(cal.features, [round(c, 4) for c in cal.coef])),

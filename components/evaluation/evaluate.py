@@ -38,7 +38,8 @@ from components.evaluation import calibration
 from components.core.errors import SpanQAError
 from components.core.retrieval.loaders import iter_squad
 from components.evaluation.confidence_eval import selective_report
-from components.evaluation.metrics import answer_correct, exact_match, f1, recall_curve, retrieval_summary, squad_summary
+from components.evaluation.metrics import (exact_match, f1, recall_curve, retrieval_summary, squad_summary,
+                                           verified_correct)
 from components.evaluation.taxonomy import (
     CORRECT,
     RANK_FAILURE,
@@ -266,8 +267,7 @@ def evaluate_squad(runner, path: Path, progress: bool = True, limit: int | None 
             "rankings": _rankings(result["_stages"]),
             "supported": bool(result.get("_supported")), "confidence": result.get("confidence"),
             "signals": result.get("_signals"),
-            "answer_correct": answer_correct(result.get("answer") or (result.get("rejected_answer") if result.get(
-                "_supported") else None), q["golds"], q["answerable"]),
+            "answer_correct": verified_correct(result, q["golds"], q["answerable"]),
             "_stages": result["_stages"],
         })
     reading = squad_summary(records)

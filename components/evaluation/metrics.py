@@ -251,3 +251,10 @@ def answer_correct(prediction: str | None, golds: Sequence[str], answerable: boo
         return False
     norm = normalize_answer(prediction)
     return any(normalize_answer(g) and normalize_answer(g) in norm for g in golds) or f1(prediction, golds) >= 0.5
+
+
+def verified_correct(result: dict, golds: Sequence[str], answerable: bool) -> bool:
+    """``answer_correct`` of the answer the verifier SUPPORTED in a pipeline ``result`` — shown, or held back by the
+    confidence bar (``rejected_answer`` with ``_supported``): the label the confidence combiner is fitted on."""
+    supported = result.get("rejected_answer") if result.get("_supported") else None
+    return answer_correct(result.get("answer") or supported, golds, answerable)

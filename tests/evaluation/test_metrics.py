@@ -208,3 +208,16 @@ def test_squad_summary_empty_groups_are_none():
 def test_squad_summary_rejects_answerable_without_gold():
     with pytest.raises(ValueError, match="answerable"):
         squad_summary([{"answerable": True, "prediction": "x", "golds": ["the"]}])
+
+
+def test_verified_correct_judges_the_supported_answer_shown_or_held_back():
+    from components.evaluation.metrics import verified_correct
+
+    golds = ["30 days"]
+    assert verified_correct({"answer": "30 days", "_supported": True}, golds, True)
+    # held back by the bar: the supported answer is what the combiner is fitted on
+    assert verified_correct({"answer": None, "rejected_answer": "within 30 days", "_supported": True}, golds, True)
+    # refused by the verifier: nothing supported, so nothing right
+    assert not verified_correct({"answer": None, "rejected_answer": "30 days", "_supported": False}, golds, True)
+    # any answer to an unanswerable question is wrong
+    assert not verified_correct({"answer": None, "rejected_answer": "30 days", "_supported": True}, [], False)

@@ -27,3 +27,18 @@ def test_a_missing_run_names_the_command_that_makes_it(tmp_path):
     with pytest.raises(SystemExit) as exc:
         calibrate.main(["--squad-rows", str(tmp_path / "none" / "per_query.jsonl")])
     assert "does not exist" in str(exc.value) and "--eval .spanqa/training/heldout-squad2.json" in str(exc.value)
+
+
+def test_a_saved_combiner_keeps_the_other_kind_of_the_file(tmp_path):
+    from components.core.verification.confidence import CalibrationFile, Calibrator
+    from components.evaluation.confidence_eval import save_calibrator
+
+    def cal(bar):
+        return Calibrator(["verifier"], [0.5], [0.1], [1.0], 0.0, bar, 0.9)
+
+    path = tmp_path / "calibration.json"
+    assert save_calibrator(cal(0.7), "generative", str(path)) == str(path)
+    assert save_calibrator(cal(0.8), "extractive", str(path)) == str(path)
+    file = CalibrationFile.load(path)
+    assert file.get("generative").min_confidence == 0.7 and file.get("extractive").min_confidence == 0.8
+    assert save_calibrator(cal(0.8), "extractive", None) is None
