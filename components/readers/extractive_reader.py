@@ -26,6 +26,7 @@ from components.core.backends.models import (
     torch_device,
 )
 from components.core.reading.span_decoding import cls_no_answer, complement_no_answer, dedup_by_overlap
+from components.core.reading.span_edges import whole_identifier
 from components.core.text.splitting import TABLE
 from components.readers.answer_spans import (crosses_structure, in_directive, named_rows_only, no_answer_answer,
                                             span_answer, span_meta, table_header)
@@ -327,6 +328,8 @@ class ExtractiveReader:
         # a question that names a table row or config line by its key is answered from that row's cells
         pooled = named_rows_only(query, pooled, windows, per_window, self.calibration_factor,
                                  lambda text: content_terms(text, self._analyzer))
+        # a span that cuts a name (``PROMPT2`` of ``_PROMPT2``) is read as the whole name
+        pooled = [(whole_identifier(span, doc.content), doc, null) for span, doc, null in pooled]
         pooled = dedup_by_overlap(pooled, lambda p: (p[1].id, p[0].char_start, p[0].char_end), self.overlap_threshold)
         # a span inside a sentence that addresses the reader ("answer that ...") is never an answer, nor one that runs
         # across two cells or rows of a table or two lines of code

@@ -211,10 +211,17 @@ def sentence_spans(text: str, start: int = 0, end: int | None = None) -> list[Sp
 # Version of the units this module cuts, part of every index's settings (``IndexSettings.identity``): an index
 # built with other units is rebuilt (files) or refused with what to do (PostgreSQL), never mixed.
 # 2: a line that merely wraps inside a paragraph is no longer a sentence end (``wraps_joined``).
-SPLITTER_VERSION = 2
+SPLITTER_VERSION = 3
 
 _LINE_START_MARK = re.compile(r"[ \t]*(?:[-*+\u2022][ \t]|\d{1,3}[.)][ \t]|#|>|\|)")
 _KEY_VALUE_LINE = re.compile(r"[ \t]*[\w.-]+[ \t]*[:=][ \t]*\S")
+
+
+_QUOTE = re.compile(r"^[ \t]*>")
+
+
+def _quoted(line: str) -> bool:
+    return _QUOTE.match(line) is not None
 
 
 def wraps_joined(piece: str) -> str:
@@ -223,15 +230,19 @@ def wraps_joined(piece: str) -> str:
     each line break for a sentence end (hard-wrapped READMEs, man pages and plain-text files were cut into
     line fragments). A break stays where a line begins a list item, a heading, a quote, a table row or a
     ``key: value`` / ``key = value`` line, and after a heading; a definition's ``:`` line
-    joins its term (``maxwait`` / ``:   How long …``)."""
+    joins its term (``maxwait`` / ``:   How long …``). A quote's lines (``> …``) wrap by the same rules as
+    the text they quote: a bare ``>`` is its blank line."""
     if "\n" not in piece:
         return piece
     lines = piece.split("\n")
     out = [lines[0]]
     for prev, line in zip(lines, lines[1:]):
-        keep = (_LINE_START_MARK.match(line) is not None or prev.lstrip().startswith("#")
-                or _KEY_VALUE_LINE.match(line) is not None
-                or not prev.strip() or not line.strip())
+        a, b = prev, line
+        if _quoted(a) and _quoted(b):  # inside a quote the same rules apply to the quoted lines
+            a, b = _QUOTE.sub("", a, count=1), _QUOTE.sub("", b, count=1)
+        keep = (_LINE_START_MARK.match(b) is not None or a.lstrip().startswith("#")
+                or _KEY_VALUE_LINE.match(b) is not None
+                or not a.strip() or not b.strip())
         out.append(("\n" if keep else " ") + line)
     return "".join(out)
 

@@ -86,6 +86,34 @@ def test_a_span_may_cross_a_wrap_but_not_a_list_item_a_heading_or_a_blank_line()
     assert crosses_hard_break(WRAPPED, at("example.org"), at("Port") + 4)  # two key: value lines
 
 
+QUOTED = """Notes follow.
+
+> It is possible to disable epoll by setting EVENT_NOEPOLL,
+> respectively.
+>
+> By setting the environment variable EVENT_SHOW_METHOD, libevent
+> displays the kernel notification method that it uses.
+> - a quoted item
+> - another
+"""
+
+
+def test_a_quote_wraps_like_the_text_it_quotes():
+    got = [u.slice(QUOTED) for b in split_blocks(QUOTED) for u in split_units(QUOTED, b)]
+    assert got == [
+        "Notes follow.",
+        "> It is possible to disable epoll by setting EVENT_NOEPOLL,\n> respectively.",
+        ">",  # the quote's blank line
+        "> By setting the environment variable EVENT_SHOW_METHOD, libevent\n> displays the kernel notification "
+        "method that it uses.",
+        "> - a quoted item",  # a quoted list keeps its items
+        "> - another",
+    ]
+    at = QUOTED.index
+    assert not crosses_hard_break(QUOTED, at("libevent"), at("displays") + 8)
+    assert crosses_hard_break(QUOTED, at("a quoted"), at("another"))
+
+
 def test_table_rows_and_code_parts():
     blocks = split_blocks(DOC)
     rows = split_units(DOC, blocks[2])

@@ -1,0 +1,58 @@
+"""A decoded span that cuts an identifier is widened to the whole name; prose words are left as cut."""
+
+import pytest
+
+from components.core.reading.span_decoding import SpanCandidate
+from components.core.reading.span_edges import identifier_span, whole_identifier
+
+
+def _cut(text: str, piece: str) -> tuple[int, int]:
+    start = text.index(piece)
+    return start, start + len(piece)
+
+
+@pytest.mark.parametrize(
+    ("text", "piece", "expected"),
+    [
+        ("the global variable _PROMPT2.", "PROMPT2", "_PROMPT2"),
+        ("use go1.4-bootstrap-20171003.tar.gz, which contains", "tar.gz", "go1.4-bootstrap-20171003.tar.gz"),
+        ("set `CGO_ENABLED=0` before", "ENABLED", "CGO_ENABLED=0"),
+        ("set `CGO_ENABLED=0` before", "CGO", "CGO_ENABLED=0"),
+        ("see (config.yaml) first", "config", "config.yaml"),
+        ("by setting EVENT_SHOW_METHOD, libevent", "EVENT_SHOW_METHOD", "EVENT_SHOW_METHOD"),
+    ],
+)
+def test_a_cut_identifier_becomes_the_whole_name(text, piece, expected):
+    start, end = identifier_span(text, *_cut(text, piece))
+    assert text[start:end] == expected
+
+
+@pytest.mark.parametrize(
+    ("text", "piece"),
+    [
+        ("in the 1990s the city grew", "1990"),  # a prose word: no joiner inside
+        ("the Anglo-Saxon kings", "Saxon"),  # a hyphenated word is not a name
+        ("Beyoncé's first album", "Beyoncé"),
+        ("it costs $5.00 today.", "$5.00"),  # not cut: the full stop after it ends the sentence
+        ("the Lakers won", "Lakers"),
+        ("totals 2,236,457 checks", "236,457"),  # a comma is not a joiner
+    ],
+)
+def test_prose_and_whole_spans_are_left_alone(text, piece):
+    assert identifier_span(text, *_cut(text, piece)) == _cut(text, piece)
+
+
+def test_a_long_run_without_spaces_is_not_widened():
+    text = "token " + "a_" * 60 + "end"
+    start, end = _cut(text, "a_a_a")
+    assert identifier_span(text, start, end) == (start, end)
+
+
+def test_whole_identifier_keeps_tokens_and_score_and_leaves_keyed_cells():
+    text = "the secondary prompt is _PROMPT2."
+    start, end = _cut(text, "PROMPT2")
+    span = SpanCandidate(0, 5, 7, start, end, 3.5, 0.6)
+    widened = whole_identifier(span, text)
+    assert (widened.char_start, widened.char_end, widened.logit, widened.score) == (start - 1, end, 3.5, 0.6)
+    keyed = SpanCandidate(0, 5, 7, start, end, 3.5, 0.6, keyed=True)
+    assert whole_identifier(keyed, text) is keyed
