@@ -27,7 +27,7 @@ from components.core.documents.errors import ConversionError
 from components.core.documents.meta import keyword_fields
 from components.core.documents.pdf_tables import Glyph, find_tables
 from components.core.documents.visibility import DEFAULT_MIN_PT, pdf_char_hidden
-from components.core.text.normalise import normalise_char
+from components.core.text.normalise import composed, normalise_char
 
 PAGE_SEPARATOR = "\n\n"
 PDFIUM_LOCK = threading.RLock()  # PDFium is not thread-safe: one call into it at a time per process
@@ -235,6 +235,10 @@ def page_text(textpage, heading_titles: list[str] = (), min_pt: float = DEFAULT_
             return
         if ch in "\x00\x02":  # PDFium's marks for an unknown glyph / a soft hyphen at a line end
             ch = "-" if ch == "\x02" else " "
+        accented = composed(out[-1], ch) if out and index[-1] == i - 1 else None
+        if accented is not None:  # a spacing accent typeset after its letter: the letter takes it
+            out[-1] = accented
+            return
         for kept in normalise_char(ch):  # marker characters dropped, ligatures spelled out: index stays exact
             out.append(kept)
             index.append(i)
