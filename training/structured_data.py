@@ -22,6 +22,8 @@ reader and verifier training, ``heldout`` ones only the benchmark (``benchmarks/
 from __future__ import annotations
 
 import argparse
+import csv
+import io
 import json
 import random
 import re
@@ -207,6 +209,99 @@ def answer_start(context: str, answer: str, key: str) -> int:
     return -1
 
 
+# -- wide tables: a row of many values under their columns (financial data, statistics) --------------------------
+# a source: its key columns (a ticker, a name), the value columns asked about, how a block is titled
+WIDE = {"sp500-financials.csv": (("Symbol", "Name"), ("Sector", "Price", "Price/Earnings", "Dividend Yield",
+                                                    "Earnings/Share", "52 Week Low", "52 Week High", "Market Cap",
+                                                    "EBITDA", "Price/Sales", "Price/Book"), "S&P 500 companies")}
+
+
+def wide_rows(name: str) -> list[dict]:
+    keys, columns, _ = WIDE[name]
+    text = (ROOT / "sources" / name).read_text(encoding="utf-8")
+    return [{c: row[c].strip() for c in keys + columns} for row in csv.DictReader(io.StringIO(text))]
+
+
+def shown_value(value: str, commas: bool) -> str:
+    """A cell as a report prints it: 2 decimals at most, thousands separated when ``commas``."""
+    try:
+        x = float(value)
+    except ValueError:
+        return value
+    if x.is_integer() and "." not in value:
+        return f"{int(x):,}" if commas else value
+    return f"{x:,.2f}" if commas else f"{x:.2f}"
+
+
+def wide_block(name: str, rows: list[dict], columns: list[str], rng: random.Random) -> str:
+    keys, _, title = WIDE[name]
+    commas = rng.random() < 0.5
+    head = rng.choice([f"## {title}\n\n", f"# {title}: financial data\n\n", ""])
+    lines = ["| " + " | ".join(keys + tuple(columns)) + " |", "|" + "---|" * (len(keys) + len(columns))]
+    lines += ["| " + " | ".join([r[k] for k in keys] + [shown_value(r[c], commas) for c in columns]) + " |"
+              for r in rows]
+    return head + "\n".join(lines)
+
+
+def wide_question(name: str, row: dict, column: str, rng: random.Random) -> str:
+    (ticker, company), _, _ = WIDE[name]
+    who = rng.choice([row[company], row[company], row[ticker]])
+    what = column if column[0].isupper() and column[1:2].isupper() else column.lower()
+    if column == "Sector":
+        return rng.choice([f"Which sector is {who} in?", f"What sector does the table list for {who}?"])
+    return rng.choice([f"What is the {what} of {who}?", f"What was {who}'s {what}?",
+                       f"What {what} does the table give for {who}?", f"How much is the {what} of {who}?"])
+
+
+def wide_answer_start(context: str, name: str, row: dict, column_index: int) -> int:
+    """The offset of the cell ``column_index`` (keys first) of ``row``'s line in ``context``; -1 if absent."""
+    from components.core.reading.keyed_lookup import row_cells
+
+    ticker = WIDE[name][0][0]
+    m = re.search(r"^\| " + re.escape(row[ticker]) + r" \|.*$", context, re.M)
+    if not m:
+        return -1
+    cells = row_cells(context, m.start(), m.end())
+    return cells[column_index][0] if column_index < len(cells) else -1
+
+
+def wide_paragraphs(name: str, rng: random.Random, unanswerable: float) -> list[dict]:
+    """Blocks of 3-10 rows under 5-9 of the value columns; a question per second row: a shown cell, or (a share
+    ``unanswerable``) a row the block does not hold or a column it does not show."""
+    keys, columns, _ = WIDE[name]
+    rows, out = wide_rows(name), []
+    for i in range(0, len(rows), 2):
+        size = rng.randint(3, 10)
+        first = max(0, min(i - rng.randint(0, size - 1), len(rows) - size))
+        block = rows[first: first + size]
+        shown = sorted(rng.sample(range(len(columns)), rng.randint(5, 9)))
+        cols = [columns[c] for c in shown]
+        context = wide_block(name, block, cols, rng)
+        row, qid = rows[i], f"{Path(name).stem}-{i}"
+        if rng.random() < unanswerable:
+            hidden = [c for c in columns if c not in cols and row[c]]
+            if rng.random() < 0.5 and hidden:  # a column this block does not show
+                question = wide_question(name, row, rng.choice(hidden), rng)
+            else:  # a company this block does not hold
+                others = rows[:first] + rows[first + size:]
+                question = wide_question(name, rng.choice(others), rng.choice(cols), rng)
+            qas = [{"id": qid, "question": question, "answers": [], "is_impossible": True}]
+        else:
+            filled = [c for c in cols if row[c]]
+            if not filled:
+                continue
+            column = rng.choice(filled)
+            question = wide_question(name, row, column, rng)
+            start = wide_answer_start(context, name, row, len(keys) + cols.index(column))
+            answer = context[start: context.index(" |", start)] if start >= 0 else ""
+            if not answer:
+                continue
+            qas = [{"id": qid, "question": question, "is_impossible": False,
+                    "answers": [{"text": answer, "answer_start": start}]}]
+        out.append({"context": context, "qas": qas})
+    return out
+
+
 def build(split: str, seed: int = 13, per_record: int = 2, unanswerable: float = 1 / 3) -> dict:
     """SQuAD 2.0 JSON of every source of ``split``: one article per source, one paragraph per block."""
     meta = json.loads((ROOT / "sources.json").read_text(encoding="utf-8"))["sources"]
@@ -214,6 +309,10 @@ def build(split: str, seed: int = 13, per_record: int = 2, unanswerable: float =
     data = []
     for src in (s for s in meta if s["split"] == split):
         name = src["file"]
+        if name in WIDE:
+            data.append({"title": f"structured-{Path(name).stem}",
+                         "paragraphs": wide_paragraphs(name, rng, unanswerable)})
+            continue
         recs = records(name)
         lines = (ROOT / "sources" / name).read_text(encoding="utf-8").splitlines()
         paragraphs = []

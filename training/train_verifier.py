@@ -50,6 +50,9 @@ def parse_args(argv=None):
                    help="table and config blocks to train on (training/structured_data.py --split train)")
     p.add_argument("--structured-heldout", default=None, metavar="SQUAD2_JSON",
                    help="held-out table and config blocks, judged with the held-out articles (--split heldout)")
+    p.add_argument("--structured-repeat", type=int, default=1,
+                   help="times each candidate on a --structured block is in a pass (a few thousand beside tens of "
+                        "thousands on articles)")
     p.add_argument("--constructed", type=int, default=0,
                    help="also this many unanswerable questions made from answerable training questions (a word "
                         "swapped, the question negated, an antonym: verifier_data.constructed), of SQuAD 1.1 articles")
@@ -181,6 +184,7 @@ def main(argv=None) -> int:
     train, held = candidates(args, work, train_qs, held_qs)
     if not train or not held:
         raise SystemExit("train_verifier: no candidates to learn from (is the reader answering at all?)")
+    train += [r for r in train if r.article.startswith("structured-")] * (args.structured_repeat - 1)
 
     body = resolve_model(args.init, component="training").path
     tokenizer = transformers.AutoTokenizer.from_pretrained(body)
@@ -246,7 +250,8 @@ def main(argv=None) -> int:
             "examples_seen": seen, "epochs": round(seen / len(train), 2), "seconds": round(time.time() - t0),
             "curve": curve, "first": first, "final": last, "load_average": os.getloadavg(),
             "hyperparameters": {k: getattr(args, k) for k in ("lr", "batch_size", "warmup", "max_seq_length", "hard",
-                                                               "per_context", "v1_questions", "seed")},
+                                                               "per_context", "v1_questions", "structured_repeat",
+                                                               "seed")},
             "input": "components.core.verification.verifier_input.verifier_pair", "output": "sigmoid(logit) = P(right)",
             "torch": torch.__version__, "transformers": transformers.__version__}
     export(model, tokenizer, Path(args.out), info)

@@ -85,3 +85,39 @@ def test_the_verifier_reads_blocks_whole():
     q = Question("s-1", "What does E1 mean?", "| Code | Meaning |\n|---|---|\n| E1 | Disk full |",
                  ((29, "Disk full"),), (), "structured-x", 0, False, True)
     assert verifier_data.reading_contexts(q, None, random.Random(0), hard=1.0) == [(q.context, "structured")]
+
+
+def test_wide_table_questions_ask_one_cell_under_its_column():
+    import random
+
+    from components.core.reading.keyed_lookup import row_cells
+
+    paragraphs = structured_data.wide_paragraphs("sp500-financials.csv", random.Random(3), 1 / 3)
+    assert len(paragraphs) > 200
+    kinds = {"answerable": 0, "unanswerable": 0}
+    for para in paragraphs:
+        ctx, (qa,) = para["context"], para["qas"]
+        header = next(line for line in ctx.splitlines() if line.startswith("| Symbol |"))
+        columns = [header[s:e] for s, e in row_cells(header, 0, len(header))]
+        if qa["is_impossible"]:
+            kinds["unanswerable"] += 1
+            continue
+        kinds["answerable"] += 1
+        (answer,) = qa["answers"]
+        start = answer["answer_start"]
+        line_start = ctx.rfind("\n", 0, start) + 1
+        line_end = ctx.index("\n", start) if "\n" in ctx[start:] else len(ctx)
+        cells = row_cells(ctx, line_start, line_end)
+        column = next(i for i, (s, e) in enumerate(cells) if s == start)
+        assert ctx[start:cells[column][1]] == answer["text"]  # the whole cell, exactly
+        asked = columns[column].lower()
+        assert asked in qa["question"].lower() or (asked == "sector" and "sector" in qa["question"])
+    assert kinds["unanswerable"] > 40 and kinds["answerable"] > 120
+
+
+def test_a_cell_is_shown_as_a_report_prints_it():
+    assert structured_data.shown_value("92293693440", commas=True) == "92,293,693,440"
+    assert structured_data.shown_value("92293693440", commas=False) == "92293693440"
+    assert structured_data.shown_value("0.0175", commas=False) == "0.02"
+    assert structured_data.shown_value("1234.5", commas=True) == "1,234.50"
+    assert structured_data.shown_value("Health Care", commas=True) == "Health Care"

@@ -37,3 +37,22 @@ def test_probability_to_verdict():
     assert trained_judgement(0.49, 0.5, 0.1).verdict == "PARTIAL"
     low = trained_judgement(0.09, 0.5, 0.1)
     assert (low.verdict, low.reason, low.probability) == ("UNSUPPORTED", "verifier_refuted: verifier P(right) 0.09", 0.09)
+
+
+TABLE = ("## Errors\n\n| Code | Meaning | Retry |\n|---|---|---|\n| ERR-1 | Card expired | no |\n"
+         "| ERR-4012 | Payment declined |  |\n")
+
+
+def test_a_table_cell_is_read_under_its_column_with_the_row_beside_it():
+    ev = _evidence(TABLE, "Payment declined")
+    # the heading stays; each cell says its column; the empty Retry cell is left out
+    assert verifier_pair("What does ERR-4012 mean?", "Payment declined", ev)[1] == (
+        "Billing. ## Errors Code: ERR-4012 | Meaning: « Payment declined »")
+    ev = _evidence(TABLE, "ERR-1")
+    assert marked_context(ev, "ERR-1") == "## Errors Code: « ERR-1 » | Meaning: Card expired | Retry: no"
+
+
+def test_a_row_whose_cells_do_not_match_its_header_is_read_as_a_line():
+    text = "| Code | Meaning |\n|---|---|\n| ERR-7 | Timed out | extra |\n"
+    ev = _evidence(text, "Timed out", title="")
+    assert marked_context(ev, "Timed out") == "| Code | Meaning | | ERR-7 | « Timed out » | extra |"
