@@ -4,7 +4,9 @@ The reader's tokenizer splits words at punctuation, so the span it decodes can s
 whitespace-free name — ``PROMPT2`` of ``_PROMPT2``, ``tar.gz`` of ``go1.4-bootstrap-20171003.tar.gz``,
 ``ENABLED`` of ``CGO_ENABLED=0``. Such a piece is not what the text states, and a verifier reading it marked
 inside the name judges a fragment. ``identifier_span`` widens the span to the whole name when the span cuts it
-and the name is an identifier: it holds ``_`` or a ``.``, ``/``, ``=`` or ``:`` between two letters or digits.
+and the name is an identifier: it holds ``_``, or a ``.`` or ``/`` between two letters or digits, or a ``:``
+between two digits. A name ends at white space and at ``=`` or a ``:`` between letters: the ``no`` of
+``#CrashChangeVT=no`` is a value, not a piece of a name.
 Ordinary words are left alone: ``1990`` of ``1990s`` or ``Saxon`` of ``Anglo-Saxon`` is what a reader of prose
 meant, and SQuAD's answers are cut that way.
 
@@ -19,7 +21,7 @@ import re
 
 from components.core.reading.span_decoding import SpanCandidate
 
-_JOINED = re.compile(r"_|[A-Za-z0-9][./=:][A-Za-z0-9]")
+_JOINED = re.compile(r"_|[A-Za-z0-9][./][A-Za-z0-9]|\d:\d")
 OPENERS = "([{<\"'`«“‘*"
 CLOSERS = ")]}>\"'`»”’*.,;:!?"
 MAX_NAME = 80  # characters: a longer whitespace-free run (a URL with a query, base64) is not widened into
@@ -29,19 +31,30 @@ def _word_char(ch: str) -> bool:
     return ch.isalnum() or ch == "_"
 
 
+def _ends_name(text: str, i: int) -> bool:
+    """Whether ``text[i]`` parts two names: white space, ``=`` (``KEY=value`` is a key and its value) or a ``:``
+    that is not between two digits (``10:30`` is one time, ``#Key:value`` two things)."""
+    ch = text[i]
+    if ch.isspace() or ch == "=":
+        return True
+    return ch == ":" and not (0 < i < len(text) - 1 and text[i - 1].isdigit() and text[i + 1].isdigit())
+
+
 def _cuts_left(text: str, start: int) -> bool:
     """Whether ``start`` lies inside a name: a letter, digit or ``_`` before it, or a joiner after one."""
     if start <= 0:
         return False
     before = text[start - 1]
-    return _word_char(before) or (before in "./=:-" and start >= 2 and _word_char(text[start - 2]))
+    return _word_char(before) or (before in "./-:" and not _ends_name(text, start - 1) and start >= 2
+                                  and _word_char(text[start - 2]))
 
 
 def _cuts_right(text: str, end: int) -> bool:
     if end >= len(text):
         return False
     after = text[end]
-    return _word_char(after) or (after in "./=:-_" and end + 1 < len(text) and _word_char(text[end + 1]))
+    return _word_char(after) or (after in "./-:" and not _ends_name(text, end) and end + 1 < len(text)
+                                 and _word_char(text[end + 1]))
 
 
 def identifier_span(text: str, start: int, end: int) -> tuple[int, int]:
@@ -49,9 +62,9 @@ def identifier_span(text: str, start: int, end: int) -> tuple[int, int]:
     if not (0 <= start < end <= len(text)) or not (_cuts_left(text, start) or _cuts_right(text, end)):
         return start, end
     s, e = start, end
-    while s > 0 and not text[s - 1].isspace():
+    while s > 0 and not _ends_name(text, s - 1):
         s -= 1
-    while e < len(text) and not text[e].isspace():
+    while e < len(text) and not _ends_name(text, e):
         e += 1
     while s < start and text[s] in OPENERS:
         s += 1

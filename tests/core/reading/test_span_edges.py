@@ -16,8 +16,9 @@ def _cut(text: str, piece: str) -> tuple[int, int]:
     [
         ("the global variable _PROMPT2.", "PROMPT2", "_PROMPT2"),
         ("use go1.4-bootstrap-20171003.tar.gz, which contains", "tar.gz", "go1.4-bootstrap-20171003.tar.gz"),
-        ("set `CGO_ENABLED=0` before", "ENABLED", "CGO_ENABLED=0"),
-        ("set `CGO_ENABLED=0` before", "CGO", "CGO_ENABLED=0"),
+        ("set `CGO_ENABLED=0` before", "ENABLED", "CGO_ENABLED"),  # a name ends at "="
+        ("set `CGO_ENABLED=0` before", "CGO", "CGO_ENABLED"),
+        ("opens at 10:30 daily", "10", "10:30"),  # a ":" between digits joins
         ("see (config.yaml) first", "config", "config.yaml"),
         ("by setting EVENT_SHOW_METHOD, libevent", "EVENT_SHOW_METHOD", "EVENT_SHOW_METHOD"),
     ],
@@ -36,6 +37,10 @@ def test_a_cut_identifier_becomes_the_whole_name(text, piece, expected):
         ("it costs $5.00 today.", "$5.00"),  # not cut: the full stop after it ends the sentence
         ("the Lakers won", "Lakers"),
         ("totals 2,236,457 checks", "236,457"),  # a comma is not a joiner
+        ("#CrashChangeVT=no\n", "no"),  # a value after "=" is not a piece of its key
+        ("#DefaultTasksMax=15%\n", "15%"),
+        ("LOG_LEVEL=debug_all", "debug_all"),
+        (":c:func:`uv_fs_req_cleanup`", "uv_fs_req_cleanup"),  # a ":" between letters parts names
     ],
 )
 def test_prose_and_whole_spans_are_left_alone(text, piece):
