@@ -11,6 +11,10 @@ default value — and each record gives questions read on a block of text that h
 - a config block: the original lines around the key (comments included, fenced or not), or the block's keys
   re-rendered as YAML, JSON, INI or ``.env``.
 
+A wide table (S&P 500 constituents' financials: a ticker and a name, then many value columns) gives blocks of a few
+rows under some of its columns, asked for one cell ("What was ABT's 52 week high?"); its unanswerable questions ask
+about a company the block does not hold or a column it does not show (``wide_paragraphs``).
+
 Questions ask what a code means ("What does ENOENT mean?"), which code has a meaning, or a key's default value;
 the answer is the cell's or the value's exact span. A third of the questions ask about a record of the same source
 that the block does not hold (the right reply is no answer). Sources are split whole: ``train`` sources feed the
