@@ -4,9 +4,9 @@ The reader's tokenizer splits words at punctuation, so the span it decodes can s
 whitespace-free name — ``PROMPT2`` of ``_PROMPT2``, ``tar.gz`` of ``go1.4-bootstrap-20171003.tar.gz``,
 ``ENABLED`` of ``CGO_ENABLED=0``. Such a piece is not what the text states, and a verifier reading it marked
 inside the name judges a fragment. ``identifier_span`` widens the span to the whole name when the span cuts it
-and the name is an identifier: it holds ``_``, or a ``.`` or ``/`` between two letters or digits, or a ``:``
-between two digits. A name ends at white space and at ``=`` or a ``:`` between letters: the ``no`` of
-``#CrashChangeVT=no`` is a value, not a piece of a name.
+and the name is an identifier: it holds ``_``, or a ``.`` between two letters or digits, or a ``:`` between two
+digits. A name ends at white space, at ``=`` and ``/`` and at a ``:`` between letters: the ``no`` of
+``#CrashChangeVT=no`` is a value and the ``8443`` of ``hub.local:8443/api`` a port, not pieces of a name.
 Ordinary words are left alone: ``1990`` of ``1990s`` or ``Saxon`` of ``Anglo-Saxon`` is what a reader of prose
 meant, and SQuAD's answers are cut that way.
 
@@ -21,7 +21,7 @@ import re
 
 from components.core.reading.span_decoding import SpanCandidate
 
-_JOINED = re.compile(r"_|[A-Za-z0-9][./][A-Za-z0-9]|\d:\d")
+_JOINED = re.compile(r"_|[A-Za-z0-9]\.[A-Za-z0-9]|\d:\d")
 OPENERS = "([{<\"'`«“‘*"
 CLOSERS = ")]}>\"'`»”’*.,;:!?"
 MAX_NAME = 80  # characters: a longer whitespace-free run (a URL with a query, base64) is not widened into
@@ -32,10 +32,11 @@ def _word_char(ch: str) -> bool:
 
 
 def _ends_name(text: str, i: int) -> bool:
-    """Whether ``text[i]`` parts two names: white space, ``=`` (``KEY=value`` is a key and its value) or a ``:``
-    that is not between two digits (``10:30`` is one time, ``#Key:value`` two things)."""
+    """Whether ``text[i]`` parts two names: white space, ``=`` (``KEY=value`` is a key and its value), ``/`` (a
+    path or URL is names in a row: the port ``8443`` of ``hub.local:8443/api/v2`` is one of them) or a ``:`` that
+    is not between two digits (``10:30`` is one time, ``#Key:value`` two things)."""
     ch = text[i]
-    if ch.isspace() or ch == "=":
+    if ch.isspace() or ch in "=/":
         return True
     return ch == ":" and not (0 < i < len(text) - 1 and text[i - 1].isdigit() and text[i + 1].isdigit())
 
@@ -45,7 +46,7 @@ def _cuts_left(text: str, start: int) -> bool:
     if start <= 0:
         return False
     before = text[start - 1]
-    return _word_char(before) or (before in "./-:" and not _ends_name(text, start - 1) and start >= 2
+    return _word_char(before) or (before in ".-:" and not _ends_name(text, start - 1) and start >= 2
                                   and _word_char(text[start - 2]))
 
 
@@ -53,7 +54,7 @@ def _cuts_right(text: str, end: int) -> bool:
     if end >= len(text):
         return False
     after = text[end]
-    return _word_char(after) or (after in "./-:" and not _ends_name(text, end) and end + 1 < len(text)
+    return _word_char(after) or (after in ".-:" and not _ends_name(text, end) and end + 1 < len(text)
                                  and _word_char(text[end + 1]))
 
 

@@ -41,6 +41,8 @@ def test_a_cut_identifier_becomes_the_whole_name(text, piece, expected):
         ("#DefaultTasksMax=15%\n", "15%"),
         ("LOG_LEVEL=debug_all", "debug_all"),
         (":c:func:`uv_fs_req_cleanup`", "uv_fs_req_cleanup"),  # a ":" between letters parts names
+        ("https://hub.local:8443/api/v2/lights/l-02", "8443"),  # a port: "/" and ":" part the names of a URL
+        ("see golang.org/x/net", "x"),
     ],
 )
 def test_prose_and_whole_spans_are_left_alone(text, piece):
