@@ -77,6 +77,9 @@ def parse_args(argv=None):
     args = p.parse_args(argv)
     if (args.minutes is None) == (args.examples is None):
         p.error("give one budget: --minutes or --examples")
+    if args.structured_repeat < 1:
+        p.error(f"--structured-repeat {args.structured_repeat}: give 1 or more (times each structured candidate is "
+                "in a pass)")
     return args
 
 

@@ -83,3 +83,10 @@ def test_constructed_questions_are_unanswerable_twins_of_answerable_training_que
         assert q.answers == () and q.adversarial and q.context == source.context and q.question != source.question
     assert [q.qid for q in made] == [q.qid for q in verifier_data.constructed(qs, 10, seed=3)]  # seeded
     assert len(verifier_data.constructed(qs, 1, seed=3)) == 1
+
+
+def test_a_structured_repeat_under_one_is_refused_with_what_to_give(capsys):
+    with pytest.raises(SystemExit) as exit_:
+        train_verifier.parse_args(["--minutes", "1", "--structured-repeat", "0"])
+    assert exit_.value.code == 2
+    assert "--structured-repeat 0: give 1 or more" in capsys.readouterr().err
