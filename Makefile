@@ -16,7 +16,7 @@ PIPELINE   ?= pipelines/extractive.yaml
 SERVE_ARGS ?=
 
 .PHONY: setup demo test check train train-more train-stage3 train-stage4 train-stage5 train-stage5-plain train-stage6 train-stage7 \
-	train-stage8 average-stages train-adversarial train-structured average-previous train-verifier train-verifier-structured train-verifier-constructed train-verifier-tables heldout calibrate bench serve bench-serve eval targets clean
+	train-stage8 average-stages train-adversarial train-structured average-previous train-verifier train-verifier-structured train-verifier-constructed train-verifier-tables train-verifier-definitions heldout calibrate bench serve bench-serve eval targets clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -194,6 +194,17 @@ train-verifier-tables: setup
 		--v1-questions 2000 --constructed 1000 --structured .spanqa/training/structured-train.json \
 		--structured-repeat 3 --structured-heldout .spanqa/training/structured-heldout.json \
 		--eval-every 6000 --work .spanqa/training/verifier5 --out .spanqa/training/verifier5-out
+
+# the shipped verifier continued with definition lists among the structured blocks (each source's records as
+# "term / description" entries under a heading path, asked which term a description belongs to) and with the
+# section headings above a block in its input (verifier_input.section_names); writes .spanqa/training/verifier6-out
+train-verifier-definitions: setup
+	$(BIN)/python training/structured_data.py --split train --definitions --out .spanqa/training/structured-train-defs.json
+	$(BIN)/python training/structured_data.py --split heldout --definitions --out .spanqa/training/structured-heldout-defs.json
+	$(BIN)/python training/train_verifier.py --init models/spanqa-verifier-minilm-l6 --lr 3e-5 --minutes 25 \
+		--v1-questions 2000 --constructed 1000 --structured .spanqa/training/structured-train-defs.json \
+		--structured-repeat 3 --structured-heldout .spanqa/training/structured-heldout-defs.json \
+		--eval-every 6000 --work .spanqa/training/verifier6 --out .spanqa/training/verifier6-out
 
 # the held-out articles as one SQuAD file — the held-out training articles (1,731 questions; HELDOUT_QUESTIONS=N: a
 # stratified N of them) and the 6 held-out squad2-more articles (2,032, adversarial unanswerable; MORE_QUESTIONS=N)

@@ -121,3 +121,37 @@ def test_a_cell_is_shown_as_a_report_prints_it():
     assert structured_data.shown_value("0.0175", commas=False) == "0.02"
     assert structured_data.shown_value("1234.5", commas=True) == "1,234.50"
     assert structured_data.shown_value("Health Care", commas=True) == "Health Care"
+
+
+def test_definition_lists_ask_which_term_a_description_belongs_to():
+    import random
+
+    # a config key is described by the first sentence of the comment paragraph right above its line
+    desc = {r.key: r.value for r in structured_data.described_records("redis.conf")}
+    assert desc["timeout"] == "Close the connection after a client is idle for N seconds (0 to disable)"
+    # a comment that only lists values describes nothing; the key is left out
+    assert "client_tls_sslmode" not in {r.key for r in structured_data.described_records("pgbouncer.ini")}
+    rows = [structured_data.Record("EDOM", "Domain error"), structured_data.Record("ERANGE", "Result not representable")]
+    block = structured_data.definition_block("musl-strerror.h", rows, random.Random(3))
+    assert block.rstrip().endswith("Result not representable") and "## Error numbers\n\n" in block
+    at = structured_data.definition_start(block, "ERANGE", "ERANGE")
+    assert block[at:at + 6] == "ERANGE" and (block[at - 1] == "\n" or block[at - 2:at] in ("- ", "**"))
+    at = structured_data.definition_start(block, "Domain error", "EDOM")
+    assert block[at:at + 12] == "Domain error"
+    assert structured_data.definition_start(block, "EPERM", "EPERM") == -1
+    data = structured_data.build("heldout", seed=5, definitions=True)
+    defs = [a for a in data["data"] if a["title"].endswith("-definitions")]
+    assert {a["title"] for a in defs} == {"structured-libuv-errors-definitions", "structured-sshd_config-definitions",
+                                          "structured-mosquitto-definitions"}
+    n_which = 0
+    for para in (p for a in defs for p in a["paragraphs"]):
+        for qa in para["qas"]:
+            for a in qa["answers"]:
+                assert para["context"][a["answer_start"]:].startswith(a["text"])
+                n_which += qa["question"].startswith(("Which", "What is the", "What setting", "What option"))
+            if qa["is_impossible"]:  # asked about a record the block does not hold
+                assert not any(q in para["context"] for q in [qa["question"].split(": ", 1)[-1].rstrip("?")]
+                               if len(q.split()) > 3)
+    assert n_which > 20
+    # without the flag the held-out benchmark's blocks are what they were
+    assert not [a for a in structured_data.build("heldout", seed=5)["data"] if a["title"].endswith("-definitions")]

@@ -56,3 +56,48 @@ def test_a_row_whose_cells_do_not_match_its_header_is_read_as_a_line():
     text = "| Code | Meaning |\n|---|---|\n| ERR-7 | Timed out | extra |\n"
     ev = _evidence(text, "Timed out", title="")
     assert marked_context(ev, "Timed out") == "| Code | Meaning | | ERR-7 | « Timed out » | extra |"
+
+
+# -- the section an answer stands in ---------------------------------------------------------------------------
+SECTIONED = ("# pgbouncer\n\nIntro.\n\n## Admin console\n\n### SHOW POOLS\n\nColumns of the pool list.\n\n"
+             "cl_waiting\n:   Clients waiting.\n\nmaxwait\n:   How long the oldest client has waited, in seconds.\n")
+
+
+def _outline(text):
+    from components.core.documents.layout import markdown_headings
+
+    return tuple((o, level, t) for o, level, t in markdown_headings(text))
+
+
+def test_the_section_path_above_the_evidence_is_read_after_the_title():
+    start = SECTIONED.index("cl_waiting")  # a window that begins below every heading
+    window = SECTIONED[start:]
+    vis = visible_texts([Piece("d1", start, window, "pgbouncer usage", _outline(SECTIONED))])
+    at = SECTIONED.index("maxwait")
+    ev = locate_extractive(vis, "maxwait", doc_id="d1", start=at, end=at + 7)
+    assert verifier_pair("Which SHOW POOLS column …?", "maxwait", ev)[1] == (
+        "pgbouncer usage › pgbouncer › Admin console › SHOW POOLS. « maxwait » : How long the oldest client has "
+        "waited, in seconds.")
+
+
+def test_a_heading_already_read_or_equal_to_the_title_is_not_repeated_and_depth_is_capped():
+    vis = visible_texts([Piece("d1", 0, SECTIONED, "pgbouncer", _outline(SECTIONED))])
+    at = SECTIONED.index("Columns")
+    ev = locate_extractive(vis, "Columns", doc_id="d1", start=at, end=at + 7)
+    # "### SHOW POOLS" is the lead-in's heading, "pgbouncer" is the title: only "Admin console" is added
+    assert verifier_pair("q", "Columns", ev)[1] == "pgbouncer › Admin console. ### SHOW POOLS « Columns » of the pool list."
+    deep = "# A\n\n## B\n\n### C\n\n#### D\n\nIntro.\n\nThe value is 7.\n"
+    vis = visible_texts([Piece("d1", 0, deep, "", _outline(deep))])
+    at = deep.index("7")
+    ev = locate_extractive(vis, "7", doc_id="d1", start=at, end=at + 1, lead_in_units=0)
+    assert verifier_pair("q", "7", ev)[1] == "B › C › D. The value is « 7 » ."
+
+
+def test_pieces_of_one_document_pool_their_outlines():
+    outline = _outline(SECTIONED)
+    a, b = SECTIONED.index("Intro"), SECTIONED.index("cl_waiting")
+    (vis,) = visible_texts([Piece("d1", b, SECTIONED[b:], "t", outline[1:]),
+                            Piece("d1", a, SECTIONED[a:b], "t", outline[:1])])  # each carries only its own
+    assert vis.outline == outline
+    assert [t for _, t in vis.section_path(SECTIONED.index("maxwait"))] == ["pgbouncer", "Admin console", "SHOW POOLS"]
+    assert [t for _, t in vis.section_path(a)] == ["pgbouncer"]
