@@ -196,8 +196,9 @@ train-verifier-tables: setup
 		--eval-every 6000 --work .spanqa/training/verifier5 --out .spanqa/training/verifier5-out
 
 # the shipped verifier continued with definition lists among the structured blocks (each source's records as
-# "term / description" entries under a heading path, asked which term a description belongs to) and with the
-# section headings above a block in its input (verifier_input.section_names); writes .spanqa/training/verifier6-out
+# "term / description" entries under a heading path, asked which term a description belongs to); measured and not
+# shipped (training/HISTORY.md, run 6, which ran at 61f2c39 with section headings in the input); writes
+# .spanqa/training/verifier6-out
 train-verifier-definitions: setup
 	$(BIN)/python training/structured_data.py --split train --definitions --out .spanqa/training/structured-train-defs.json
 	$(BIN)/python training/structured_data.py --split heldout --definitions --out .spanqa/training/structured-heldout-defs.json

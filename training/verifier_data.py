@@ -78,7 +78,6 @@ def candidates_of(q: Question, reader, contexts: list[tuple[str, str]], per_cont
     """The reader's best spans on each context of ``q`` as labelled candidates."""
     from haystack import Document
 
-    from components.core.documents.layout import markdown_headings
     from components.core.verification.checks import Piece, locate_extractive, visible_texts
     from components.core.verification.verifier_input import verifier_pair
     from components.evaluation.metrics import answer_correct
@@ -92,10 +91,7 @@ def candidates_of(q: Question, reader, contexts: list[tuple[str, str]], per_cont
         if not spans:
             continue
         best = spans[0].score
-        # the headings of a block (a definition list under "## Error numbers") name its sections as the pipeline's
-        # windows do (meta["outline"]); a SQuAD paragraph has none
-        outline = tuple((o, level, t) for o, level, t in markdown_headings(text))
-        visibles = visible_texts([Piece(doc_id, 0, text, title_of(q.article), outline)])
+        visibles = visible_texts([Piece(doc_id, 0, text, title_of(q.article))])
         for rank, a in enumerate(spans[:per_context]):
             if rank and a.score < min_ratio * best:
                 break

@@ -7,7 +7,6 @@ from typing import Any
 
 from haystack import Document, component, default_from_dict, default_to_dict
 
-from components.core.documents.layout import headings_over
 from components.core.errors import SpanQAError
 from components.core.params import check_choice, check_int, check_positive_int
 from components.core.text.splitting import header_above
@@ -21,9 +20,7 @@ LEVELS = ("window", "paragraph", "passage")
 class SentenceWindowExpander:
     """Expands each hit to ±``window`` sentences of its source document and merges overlapping windows of the
     same document, keeping exact character offsets (``content == text[char_start:char_end]``). A window that
-    begins inside a table carries the table's header row in ``meta["table_header"]`` (the names of its columns), and
-    a window of a document with headings the ones that name its sections in ``meta["outline"]`` (``[[offset,
-    level, title], ...]``, ``layout.headings_over``: the verifier reads the section an answer stands in).
+    begins inside a table carries the table's header row in ``meta["table_header"]`` (the names of its columns).
 
     With ``mode="widen"`` it is the widening step of the verifier loop: each incoming Document names its
     target in ``meta["widen_to"]`` — ``"paragraph"`` (the enclosing paragraphs plus ``widen_paragraphs`` on
@@ -110,11 +107,6 @@ class SentenceWindowExpander:
                 meta = {k: v for k, v in best.meta.items() if k not in ("widen_to", "chunk_id", "kind")}
                 meta.update(doc_id=doc_id, char_start=s, char_end=e, level=level, route=route,
                             hits=sorted({h.meta.get("chunk_id", h.id) for h in hits}))
-                outline = headings_over(source.layout, s, e)  # the section an answer in it stands in
-                if outline:
-                    meta["outline"] = outline
-                else:
-                    meta.pop("outline", None)
                 header = header_above(source.text, s)  # a window that begins inside a table: its column names
                 if header is not None:
                     meta["table_header"] = source.text[header[0]:header[1]]

@@ -42,14 +42,6 @@ def test_window_of_one_sentence_each_side_keeps_exact_offsets(store):
     assert w.score == 0.9
 
 
-def test_a_window_carries_the_headings_that_name_its_sections(store):
-    (w,) = SentenceWindowExpander(store, window=1).run(documents=[hit("P2 second.", 0.9)])["documents"]
-    assert w.meta["outline"] == [[TEXT.index("# Hub"), 1, "Hub"]]  # in force at its start, outside the window
-    (w,) = SentenceWindowExpander(store, mode="widen").run(
-        documents=[Document(content=w.content, meta={**w.meta, "widen_to": "passage"})])["documents"]
-    assert w.meta["outline"] == [[TEXT.index("# Hub"), 1, "Hub"]]  # inside the passage
-
-
 def test_overlapping_windows_of_one_document_merge_and_keep_the_best_score(store):
     docs = [hit("S1 one.", 0.2), hit("S3 three.", 0.7), hit("P3 only.", 0.5)]
     out = SentenceWindowExpander(store, window=1).run(documents=docs)["documents"]

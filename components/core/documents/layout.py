@@ -45,32 +45,17 @@ def markdown_headings(text: str, start: int = 0) -> list[list]:
     return found
 
 
-def headings_in_force(headings, offset: int) -> list[tuple[int, int, str]]:
-    """``(offset, level, title)`` of the headings of ``headings`` (``[[offset, level, title], ...]`` in text order)
-    in force at ``offset``, outermost first: a heading closes every heading of its level or deeper before it."""
-    path: list[tuple[int, int, str]] = []
-    for h_offset, level, title in headings:
-        if h_offset > offset:
-            break
-        while path and path[-1][1] >= level:
-            path.pop()
-        path.append((int(h_offset), int(level), str(title)))
-    return path
-
-
 def heading_path(layout: dict | None, offset: int) -> list[str]:
-    """The titles of the headings in force at ``offset``, outermost first."""
-    return [title for _, _, title in headings_in_force((layout or {}).get("headings") or [], offset)]
-
-
-def headings_over(layout: dict | None, start: int, end: int) -> list[list]:
-    """The headings a stretch ``[start, end)`` needs for ``heading_path`` at any offset inside it, in the layout's
-    ``[[offset, level, title], ...]`` form: those in force at ``start``, then those that begin inside it. A read
-    window carries them (``meta["outline"]``), so the verifier can name the section an answer stands in without
-    the whole document."""
+    """The titles of the headings in force at ``offset``, outermost first (a heading closes every heading of its
+    level or deeper before it)."""
     headings = (layout or {}).get("headings") or []
-    inside = [[int(o), int(level), str(t)] for o, level, t in headings if start < o < end]
-    return [list(h) for h in headings_in_force(headings, start)] + inside
+    n = bisect_right([h[0] for h in headings], offset)
+    path: list[tuple[int, str]] = []
+    for _off, level, title in headings[:n]:
+        while path and path[-1][0] >= level:
+            path.pop()
+        path.append((level, title))
+    return [t for _, t in path]
 
 
 def heading_breaks(layout: dict | None) -> set[int]:

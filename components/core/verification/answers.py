@@ -60,11 +60,9 @@ def reader_prefers_no_answer(answers: list[Any], best: Any) -> bool:
 
 def document_piece(doc: Document, index: int) -> Piece:
     """A read document as a ``Piece`` of its source: ``meta["doc_id"]`` (else its id, else ``doc<index>``),
-    ``meta["char_start"]``, its text, title and the headings that name its sections (``meta["outline"]``)."""
+    ``meta["char_start"]`` and its text."""
     doc_id, base = doc_origin(doc, index)
-    meta = doc.meta or {}
-    outline = tuple((int(o), int(level), str(t)) for o, level, t in meta.get("outline") or ())
-    return Piece(doc_id, base, doc.content or "", str(meta.get("title") or ""), outline)
+    return Piece(doc_id, base, doc.content or "", str((doc.meta or {}).get("title") or ""))
 
 
 def locate_answer(answer: Any, visibles: list[Visible], analyzer: Analyzer, lead_in_units: int) -> Evidence | None:

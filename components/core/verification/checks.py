@@ -38,7 +38,6 @@ import re
 from dataclasses import dataclass
 from typing import Iterable
 
-from components.core.documents.layout import headings_in_force
 from components.core.text.analysis import Analyzer
 from components.core.text.injection import is_directive
 from components.core.text.splitting import CODE, PROSE, TABLE, Span, key_definitions, named_keys, split_blocks, split_units
@@ -98,7 +97,6 @@ class Piece:
     start: int
     text: str
     title: str = ""
-    outline: tuple[tuple[int, int, str], ...] = ()  # headings naming its sections (``layout.headings_over``)
 
 
 @dataclass(frozen=True)
@@ -113,7 +111,6 @@ class Visible:
     units: tuple[Span, ...]
     unit_blocks: tuple[int, ...] = ()  # index of the block (``split_blocks``) each unit belongs to
     headings: frozenset[int] = frozenset()  # indexes of blocks that are headings (see ``lead_in``)
-    outline: tuple[tuple[int, int, str], ...] = ()  # the document's headings in force here (``section_path``)
 
     def slice(self, start: int, end: int) -> str:
         """Original text of ``[start, end)`` (absolute offsets inside this stretch)."""
@@ -121,11 +118,6 @@ class Visible:
 
     def contains(self, start: int, end: int) -> bool:
         return self.start <= start and end <= self.end
-
-    def section_path(self, offset: int) -> list[tuple[int, str]]:
-        """``(heading offset, title)`` of the headings in force at ``offset``, outermost first — from the outline
-        the read windows carried."""
-        return [(o, title) for o, _, title in headings_in_force(self.outline, offset)]
 
 
 def _is_heading(text: str, units: list[Span]) -> bool:
@@ -164,7 +156,6 @@ def visible_texts(pieces: Iterable[Piece]) -> list[Visible]:
     for doc_id, group in by_doc.items():
         group = sorted(group, key=lambda p: p.start)
         title = next((p.title for p in group if p.title), "")
-        outline = tuple(sorted({tuple(h) for p in group for h in p.outline}))
         cur_start, cur_text = group[0].start, group[0].text
         merged: list[tuple[int, str]] = []
         for p in group[1:]:
@@ -177,7 +168,7 @@ def visible_texts(pieces: Iterable[Piece]) -> list[Visible]:
                 cur_start, cur_text = p.start, p.text
         merged.append((cur_start, cur_text))
         for start, text in merged:
-            out.append(Visible(doc_id, start, start + len(text), text, title, *_units(text, start), outline=outline))
+            out.append(Visible(doc_id, start, start + len(text), text, title, *_units(text, start)))
     return out
 
 

@@ -1,5 +1,4 @@
-"""What the trained verifier reads: the question, and the answer marked inside its sentence with the lead-in, under
-the document's title and the headings of its section.
+"""What the trained verifier reads: the question, and the answer marked inside its sentence with the lead-in.
 
 One function builds the pair at training time (``training/verifier_data.py``) and at query time
 (``components/routers/judge_backend.py``), so the model is judged on exactly the text shape it learnt on
@@ -15,7 +14,6 @@ Example::
 
 from __future__ import annotations
 
-from components.core.documents.layout import HEADING_SEPARATOR
 from components.core.reading.keyed_lookup import row_cells
 from components.core.text.splitting import TABLE
 from components.core.verification.checks import Evidence
@@ -84,28 +82,9 @@ def marked_context(evidence: Evidence, answer_text: str) -> str:
     return " ".join(part for part in (lead, before, OPEN, inside, CLOSE, after) if part)
 
 
-SECTION_DEPTH = 3  # the innermost headings named before the context; deeper outlines keep their last three
-
-
-def section_names(evidence: Evidence) -> list[str]:
-    """The headings the evidence stands under that the verifier does not read otherwise: the innermost
-    ``SECTION_DEPTH`` of its section path (``Visible.section_path``), less a heading equal to the document's title
-    and a heading inside the lead-in or the evidence itself (read there already). "Which SHOW POOLS column …?"
-    is answered by a definition-list entry whose only mention of SHOW POOLS is the section heading above it."""
-    vis = evidence.visible
-    shown_from = min([u.start for u in evidence.lead_in + evidence.units] or [evidence.context_span[0]])
-    at = evidence.answer[0] if evidence.answer is not None else evidence.context_span[0]
-    title = " ".join(vis.title.split()).casefold()
-    names = [" ".join(t.split()) for o, t in vis.section_path(at)
-             if o < shown_from and " ".join(t.split()).casefold() != title]
-    return [n for n in names if n][-SECTION_DEPTH:]
-
-
 def verifier_pair(question: str, answer_text: str, evidence: Evidence, title: str | None = None) -> tuple[str, str]:
     """``(text_a, text_b)`` for the verifier's cross-encoder: the question, and the document title (when the
-    evidence's own document has one) and the headings of the section it stands in (``section_names``, joined by
-    `` › `` like a heading path), followed by the marked context."""
+    evidence's own document has one) followed by the marked context."""
     title = evidence.visible.title if title is None else title
     context = marked_context(evidence, answer_text)
-    where = HEADING_SEPARATOR.join(part for part in [" ".join(title.split()), *section_names(evidence)] if part)
-    return " ".join(question.split()), (f"{where}. {context}" if where else context)
+    return " ".join(question.split()), (f"{' '.join(title.split())}. {context}" if title else context)

@@ -17,7 +17,7 @@ from benchmarks.make_documents import (
     write_zip_bomb_docx,
 )
 from components.core.documents.convert import convert_file
-from components.core.documents.layout import chunk_location, heading_path, headings_over, locate, situating_note
+from components.core.documents.layout import chunk_location, heading_path, locate, situating_note
 from components.core.retrieval.index import IndexSettings, split_document
 from components.core.retrieval.loaders import LoadLimits, load_folder
 
@@ -160,13 +160,6 @@ def test_markdown_headings_skip_code_and_give_paths(tmp_path):
     assert heading_path(doc.layout, doc.text.index("Text.")) == ["Top", "Sub"]
     assert heading_path(doc.layout, doc.text.index("More.")) == ["Next"]
     assert heading_path(doc.layout, 0) == []
-    # what a window over "Text." through "More." carries: the headings in force at its start, then those inside
-    text = doc.text
-    top, sub, nxt = (text.index(h) for h in ("# Top", "## Sub", "# Next"))
-    assert headings_over(doc.layout, text.index("Text."), text.index("More.")) == [
-        [top, 1, "Top"], [sub, 2, "Sub"], [nxt, 1, "Next"]]
-    assert headings_over(doc.layout, sub, sub + 1) == [[top, 1, "Top"], [sub, 2, "Sub"]]  # one at the start is in force
-    assert headings_over(doc.layout, 0, top) == [] and headings_over({}, 0, 99) == []
 
 
 def test_fields_of_converted_files_feed_filters_and_the_superseded_rule(tmp_path):
