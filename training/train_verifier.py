@@ -106,15 +106,39 @@ def question_sets(args):
     return train, held, titles + more_titles
 
 
+# the code that shapes a candidate's text (the pair the model reads, the lead-in, the units) and labels it
+PAIR_CODE = ("components/core/verification/verifier_input.py", "components/core/verification/checks.py",
+             "components/core/text/splitting.py", "components/evaluation/metrics.py", "training/verifier_data.py")
+
+
+def candidate_fingerprint(args) -> str:
+    """SHA-256 over what the candidates are made of beyond the arguments: the structured files' contents (the same
+    path rebuilt by another ``structured_data.py`` is other data), the reader's weights and the code that shapes and
+    labels a pair — so a cache is never reused for an input the model would not see (a run once trained on cached
+    candidates of an input since reverted)."""
+    import hashlib
+
+    from components.core.backends.models import resolve_model
+
+    h = hashlib.sha256()
+    files = [ROOT / f for f in PAIR_CODE] + [Path(p) for p in (args.structured, args.structured_heldout) if p]
+    weights = Path(resolve_model(args.reader, component="train_verifier").path)
+    files += sorted(weights.glob("*.safetensors")) if weights.is_dir() else []
+    for f in files:
+        h.update(str(f.name).encode())
+        h.update(f.read_bytes())
+    return h.hexdigest()
+
+
 def candidates(args, work: Path, train, held):
     """The labelled candidates of both sets, cached in ``work`` under a key of everything that shapes them."""
     from components.readers.extractive_reader import ExtractiveReader
 
-    key = json.dumps({k: getattr(args, k) for k in ("v1", "v2", "more", "seed", "heldout_articles", "more_heldout",
-                                                    "v1_questions", "heldout_questions", "reader", "hard",
-                                                    "per_context", "tiny", "structured", "structured_heldout",
-                                                    "constructed")},
-                     sort_keys=True)
+    key = json.dumps({**{k: getattr(args, k) for k in ("v1", "v2", "more", "seed", "heldout_articles", "more_heldout",
+                                                       "v1_questions", "heldout_questions", "reader", "hard",
+                                                       "per_context", "tiny", "structured", "structured_heldout",
+                                                       "constructed")},
+                      "contents": candidate_fingerprint(args)}, sort_keys=True)
     paths = {"train": work / "candidates-train.jsonl", "heldout": work / "candidates-heldout.jsonl"}
     stamp = work / "candidates.key"
     if not (stamp.exists() and stamp.read_text(encoding="utf-8") == key and all(p.exists() for p in paths.values())):

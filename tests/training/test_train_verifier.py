@@ -90,3 +90,23 @@ def test_a_structured_repeat_under_one_is_refused_with_what_to_give(capsys):
         train_verifier.parse_args(["--minutes", "1", "--structured-repeat", "0"])
     assert exit_.value.code == 2
     assert "--structured-repeat 0: give 1 or more" in capsys.readouterr().err
+
+
+def test_cached_candidates_are_keyed_by_the_contents_they_are_made_of(tmp_path, monkeypatch):
+    blocks = tmp_path / "structured.json"
+    blocks.write_text('{"data": []}')
+    args = train_verifier.parse_args(["--examples", "1", "--structured", str(blocks)])
+    first = train_verifier.candidate_fingerprint(args)
+    assert train_verifier.candidate_fingerprint(args) == first
+    blocks.write_text('{"data": [], "version": "v2.0"}')  # the same path, other blocks
+    second = train_verifier.candidate_fingerprint(args)
+    assert second != first
+    # the code that shapes a pair changes (a copy of the tree's files, one of them edited)
+    for rel in train_verifier.PAIR_CODE:
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_bytes((train_verifier.ROOT / rel).read_bytes())
+    monkeypatch.setattr(train_verifier, "ROOT", tmp_path)
+    assert train_verifier.candidate_fingerprint(args) == second
+    with (tmp_path / train_verifier.PAIR_CODE[0]).open("a") as f:
+        f.write("# another input shape\n")
+    assert train_verifier.candidate_fingerprint(args) != second
