@@ -126,19 +126,21 @@ def test_a_cell_is_shown_as_a_report_prints_it():
 def test_definition_lists_ask_which_term_a_description_belongs_to():
     import random
 
+    import definition_lists
+
     # a config key is described by the first sentence of the comment paragraph right above its line
-    desc = {r.key: r.value for r in structured_data.described_records("redis.conf")}
+    desc = {r.key: r.value for r in definition_lists.described_records("redis.conf")}
     assert desc["timeout"] == "Close the connection after a client is idle for N seconds (0 to disable)"
     # a comment that only lists values describes nothing; the key is left out
-    assert "client_tls_sslmode" not in {r.key for r in structured_data.described_records("pgbouncer.ini")}
+    assert "client_tls_sslmode" not in {r.key for r in definition_lists.described_records("pgbouncer.ini")}
     rows = [structured_data.Record("EDOM", "Domain error"), structured_data.Record("ERANGE", "Result not representable")]
-    block = structured_data.definition_block("musl-strerror.h", rows, random.Random(3))
+    block = definition_lists.definition_block("musl-strerror.h", rows, random.Random(3))
     assert block.rstrip().endswith("Result not representable") and "## Error numbers\n\n" in block
-    at = structured_data.definition_start(block, "ERANGE", "ERANGE")
+    at = definition_lists.definition_start(block, "ERANGE", "ERANGE")
     assert block[at:at + 6] == "ERANGE" and (block[at - 1] == "\n" or block[at - 2:at] in ("- ", "**"))
-    at = structured_data.definition_start(block, "Domain error", "EDOM")
+    at = definition_lists.definition_start(block, "Domain error", "EDOM")
     assert block[at:at + 12] == "Domain error"
-    assert structured_data.definition_start(block, "EPERM", "EPERM") == -1
+    assert definition_lists.definition_start(block, "EPERM", "EPERM") == -1
     data = structured_data.build("heldout", seed=5, definitions=True)
     defs = [a for a in data["data"] if a["title"].endswith("-definitions")]
     assert {a["title"] for a in defs} == {"structured-libuv-errors-definitions", "structured-sshd_config-definitions",
