@@ -106,8 +106,10 @@ def question_sets(args):
     return train, held, titles + more_titles
 
 
-# the code that shapes a candidate's text (the pair the model reads, the lead-in, the units) and labels it
-PAIR_CODE = ("components/core/verification/verifier_input.py", "components/core/verification/checks.py",
+# the code that makes a candidate (the reader's spans and their edges), shapes its text (the pair the model reads,
+# the lead-in, the units) and labels it; globs under the project root
+PAIR_CODE = ("components/readers/extractive_reader.py", "components/core/reading/*.py",
+             "components/core/verification/verifier_input.py", "components/core/verification/checks.py",
              "components/core/text/splitting.py", "components/evaluation/metrics.py", "training/verifier_data.py")
 
 
@@ -121,11 +123,17 @@ def candidate_fingerprint(args) -> str:
     from components.core.backends.models import resolve_model
 
     h = hashlib.sha256()
-    files = [ROOT / f for f in PAIR_CODE] + [Path(p) for p in (args.structured, args.structured_heldout) if p]
+    files = []
+    for pattern in PAIR_CODE:
+        found = sorted(ROOT.glob(pattern))
+        if not found:  # never a key that silently ignores code it was meant to cover
+            raise SystemExit(f"train_verifier: {pattern} matches no file under {ROOT}; fix PAIR_CODE.")
+        files += found
+    files += [Path(p) for p in (args.structured, args.structured_heldout) if p]
     weights = Path(resolve_model(args.reader, component="train_verifier").path)
     files += sorted(weights.glob("*.safetensors")) if weights.is_dir() else []
     for f in files:
-        h.update(str(f.name).encode())
+        h.update(f.name.encode())
         h.update(f.read_bytes())
     return h.hexdigest()
 

@@ -102,11 +102,16 @@ def test_cached_candidates_are_keyed_by_the_contents_they_are_made_of(tmp_path, 
     second = train_verifier.candidate_fingerprint(args)
     assert second != first
     # the code that shapes a pair changes (a copy of the tree's files, one of them edited)
-    for rel in train_verifier.PAIR_CODE:
-        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
-        (tmp_path / rel).write_bytes((train_verifier.ROOT / rel).read_bytes())
+    for pattern in train_verifier.PAIR_CODE:
+        for f in train_verifier.ROOT.glob(pattern):
+            rel = f.relative_to(train_verifier.ROOT)
+            (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+            (tmp_path / rel).write_bytes(f.read_bytes())
     monkeypatch.setattr(train_verifier, "ROOT", tmp_path)
     assert train_verifier.candidate_fingerprint(args) == second
-    with (tmp_path / train_verifier.PAIR_CODE[0]).open("a") as f:
-        f.write("# another input shape\n")
+    with (tmp_path / "components" / "core" / "reading" / "span_edges.py").open("a") as f:  # the reader's span edges
+        f.write("# widen otherwise\n")
     assert train_verifier.candidate_fingerprint(args) != second
+    (tmp_path / "components" / "core" / "verification" / "verifier_input.py").unlink()
+    with pytest.raises(SystemExit, match="verifier_input.py matches no file"):
+        train_verifier.candidate_fingerprint(args)
