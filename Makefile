@@ -200,8 +200,8 @@ train-verifier-tables: setup
 # shipped (training/HISTORY.md, run 6, which ran at 61f2c39 with section headings in the input); writes
 # .spanqa/training/verifier6-out
 train-verifier-definitions: setup
-	$(BIN)/python training/structured_data.py --split train --definitions --out .spanqa/training/structured-train-defs.json
-	$(BIN)/python training/structured_data.py --split heldout --definitions --out .spanqa/training/structured-heldout-defs.json
+	$(BIN)/python training/definition_lists.py --split train --out .spanqa/training/structured-train-defs.json
+	$(BIN)/python training/definition_lists.py --split heldout --out .spanqa/training/structured-heldout-defs.json
 	$(BIN)/python training/train_verifier.py --init models/spanqa-verifier-minilm-l6 --lr 3e-5 --minutes 25 \
 		--v1-questions 2000 --constructed 1000 --structured .spanqa/training/structured-train-defs.json \
 		--structured-repeat 3 --structured-heldout .spanqa/training/structured-heldout-defs.json \

@@ -6,7 +6,9 @@ Pandoc's ``term`` / ``:   description``, a term over its indented description, `
 ``**term** — description``; a question asks which term a description belongs to (two thirds) or what a term means,
 and a third ask about a record of the same source that the block lacks.
 
-    python training/structured_data.py --split train --definitions --out .spanqa/training/structured-train-defs.json
+    python training/definition_lists.py --split train --out .spanqa/training/structured-train-defs.json
+
+writes ``structured_data.py``'s blocks of the split and, beside each source's, its definition lists.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import random
 import re
 from pathlib import Path
 
+import structured_data
 from structured_data import CONFIG_LINES, PRODUCTS, ROOT, TABLES, Record, records
 
 NOUNS = {"http-status-codes.json": "status code", "musl-strerror.h": "error", "curl-errors.md": "error code",
@@ -118,3 +121,12 @@ def definition_paragraphs(name: str, rng: random.Random, unanswerable: float) ->
                     "answers": [{"text": answer, "answer_start": start}]}]
         out.append({"context": context, "qas": qas})
     return out
+
+
+def main(argv=None) -> int:
+    return structured_data.main(argv, families=(("definitions", definition_paragraphs),),
+                                description="structured_data.py's blocks, and each source's definition lists")
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

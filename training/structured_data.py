@@ -15,8 +15,8 @@ A wide table (S&P 500 constituents' financials: a ticker and a name, then many v
 rows under some of its columns, asked for one cell ("What was ABT's 52 week high?"); its unanswerable questions ask
 about a company the block does not hold or a column it does not show (``wide_paragraphs``).
 
-With ``--definitions`` each source's records are also written as definition lists under a heading path and asked
-which term a description belongs to (``definition_lists.py``).
+``definition_lists.py`` writes the same blocks and each source's records as definition lists under a heading path,
+asked which term a description belongs to.
 
 Questions ask what a code means ("What does ENOENT mean?"), which code has a meaning, or a key's default value;
 the answer is the cell's or the value's exact span. A third of the questions ask about a record of the same source
@@ -309,9 +309,10 @@ def wide_paragraphs(name: str, rng: random.Random, unanswerable: float) -> list[
     return out
 
 
-def build(split: str, seed: int = 13, per_record: int = 2, unanswerable: float = 1 / 3,
-          definitions: bool = False) -> dict:
-    """SQuAD 2.0 JSON of every source of ``split``: one article per source, one paragraph per block."""
+def build(split: str, seed: int = 13, per_record: int = 2, unanswerable: float = 1 / 3, families=()) -> dict:
+    """SQuAD 2.0 JSON of every source of ``split``: one article per source, one paragraph per block; each of
+    ``families`` (``(suffix, paragraphs(name, rng, unanswerable))``, e.g. ``definition_lists``) adds an article per
+    source titled with its suffix."""
     meta = json.loads((ROOT / "sources.json").read_text(encoding="utf-8"))["sources"]
     rng = random.Random(seed)
     data = []
@@ -352,25 +353,20 @@ def build(split: str, seed: int = 13, per_record: int = 2, unanswerable: float =
                             "answers": [{"text": answer, "answer_start": start}]}]
                 paragraphs.append({"context": context, "qas": qas})
         data.append({"title": f"structured-{Path(name).stem}", "paragraphs": paragraphs})
-        if definitions:
-            from definition_lists import definition_paragraphs  # it reads this module's records
-
-            data.append({"title": f"structured-{Path(name).stem}-definitions",
-                         "paragraphs": definition_paragraphs(name, rng, unanswerable)})
+        for suffix, paragraphs_of in families:
+            data.append({"title": f"structured-{Path(name).stem}-{suffix}",
+                         "paragraphs": paragraphs_of(name, rng, unanswerable)})
     return {"version": "v2.0", "data": data}
 
 
-def main(argv=None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def main(argv=None, families=(), description: str | None = None) -> int:
+    p = argparse.ArgumentParser(description=description or __doc__.split("\n\n")[0])
     p.add_argument("--split", choices=SPLITS, required=True)
     p.add_argument("--out", required=True)
     p.add_argument("--seed", type=int, default=13)
     p.add_argument("--per-record", type=int, default=2, help="blocks (questions) per record")
-    p.add_argument("--definitions", action="store_true",
-                   help="also each source's records as definition lists under a heading path, asked which term a "
-                        "description belongs to (definition_paragraphs)")
     args = p.parse_args(argv)
-    data = build(args.split, args.seed, args.per_record, definitions=args.definitions)
+    data = build(args.split, args.seed, args.per_record, families=families)
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text(json.dumps(data, indent=1), encoding="utf-8")
     qas = [qa for a in data["data"] for p in a["paragraphs"] for qa in p["qas"]]

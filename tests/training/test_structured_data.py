@@ -141,7 +141,7 @@ def test_definition_lists_ask_which_term_a_description_belongs_to():
     at = definition_lists.definition_start(block, "Domain error", "EDOM")
     assert block[at:at + 12] == "Domain error"
     assert definition_lists.definition_start(block, "EPERM", "EPERM") == -1
-    data = structured_data.build("heldout", seed=5, definitions=True)
+    data = structured_data.build("heldout", seed=5, families=(("definitions", definition_lists.definition_paragraphs),))
     defs = [a for a in data["data"] if a["title"].endswith("-definitions")]
     assert {a["title"] for a in defs} == {"structured-libuv-errors-definitions", "structured-sshd_config-definitions",
                                           "structured-mosquitto-definitions"}
