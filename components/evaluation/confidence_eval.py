@@ -91,15 +91,16 @@ def at_share(rows: list[dict], calibrator: confidence.Calibrator, unanswerable_s
 
 
 def fit_calibrator(choose_rows: list[dict], target_precision: float | None, fitted_on: dict,
-                   unanswerable_share: float | None = None) -> confidence.Calibrator:
+                   unanswerable_share: float | None = None,
+                   features: tuple[str, ...] = confidence.SIGNALS) -> confidence.Calibrator:
     """Fit the combiner on the SUPPORTED answers of ``choose_rows`` (the only rows it ever sees), re-weighted to
-    ``unanswerable_share`` when given."""
+    ``unanswerable_share`` when given; ``features``: the signals it combines (names in each row's ``signals``)."""
     supported = [r for r in choose_rows if r.get("supported") and r.get("signals")]
     try:
         weights = row_weights(choose_rows, supported, unanswerable_share)
         return confidence.fit([r["signals"] for r in supported], [r["answer_correct"] for r in supported],
-                              target_precision, fitted_on=dict(fitted_on, unanswerable_share=unanswerable_share),
-                              weights=weights)
+                              target_precision, features=features,
+                              fitted_on=dict(fitted_on, unanswerable_share=unanswerable_share), weights=weights)
     except ValueError as exc:
         raise SpanQAError(f"--calibrate could not fit the confidence combiner: {exc}. Evaluate more questions "
                           f"(raise or drop --limit) on a SQuAD 2.0 file.") from None
@@ -108,19 +109,21 @@ def fit_calibrator(choose_rows: list[dict], target_precision: float | None, fitt
 RESPLIT_KEYS = ("precision_answered", "coverage_answered", "coverage_at_precision_0.9", "ece")
 
 
-def resplits(rows: list[dict], target_precision: float, splits: int,
-             unanswerable_share: float | None = None) -> dict[str, Any] | None:
+def resplits(rows: list[dict], target_precision: float, splits: int, unanswerable_share: float | None = None,
+             features: tuple[str, ...] = confidence.SIGNALS) -> dict[str, Any] | None:
     """How much the report half's numbers owe to the one split: the combiner refitted on the choose half of each of
     ``splits`` other splits (seeds 1..splits; the shipped one is seed 0) and scored on that split's report half at
-    its own bar. ``{"splits", "per_split": [{seed, metric: value}], metric: {"mean", "min", "max"},
-    "at_target": share of splits whose report-half precision reaches the target}``; None for ``splits`` 0."""
+    its own bar (a combiner of ``features``). ``{"splits", "per_split": [{seed, metric: value}],
+    metric: {"mean", "min", "max"}, "at_target": share of splits whose report-half precision reaches the target}``;
+    None for ``splits`` 0."""
     if splits <= 0:
         return None
     per_split = []
     for seed in range(1, splits + 1):
         choose, report = halves(rows, seed)
         try:
-            cal = fit_calibrator(choose, target_precision, {"half": f"choose (seed {seed})"}, unanswerable_share)
+            cal = fit_calibrator(choose, target_precision, {"half": f"choose (seed {seed})"}, unanswerable_share,
+                                 features)
         except SpanQAError:  # a split whose choose half cannot be fitted: counted, not hidden
             per_split.append({"seed": seed, "note": "too few answers to fit"})
             continue

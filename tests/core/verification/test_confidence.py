@@ -222,6 +222,21 @@ def test_resplits_refit_each_other_split_and_report_its_report_half_at_its_own_b
         {"seed": 1, "note": "too few answers to fit"}, {"seed": 2, "note": "too few answers to fit"}]
 
 
+def test_resplits_fit_the_features_they_are_given():
+    # right when reader_score >= 0.5; "echo" carries the same information and "noise" none
+    rows = [{"id": f"q{i}", "supported": True,
+             "signals": _signals(reader_score=(i * 37 % 100) / 100, echo=(i * 37 % 100) / 100, noise=(i * 53 % 7) / 7),
+             "answer_correct": (i * 37 % 100) >= 50 or i % 9 == 0, "confidence": None} for i in range(300)]
+    assert confidence_eval.resplits(rows, 0.9, 2, features=SIGNALS) == confidence_eval.resplits(rows, 0.9, 2)
+    choose, _ = confidence_eval.halves(rows, 1)
+    cal = confidence_eval.fit_calibrator(choose, 0.9, {}, features=("echo", "noise"))
+    assert cal.features == ["echo", "noise"] and cal.coef[0] > 0
+    echo = confidence_eval.resplits(rows, 0.9, 2, features=("echo",))
+    blind = confidence_eval.resplits(rows, 0.9, 2, features=("noise",))
+    assert echo["per_split"] == confidence_eval.resplits(rows, 0.9, 2, features=("reader_score",))["per_split"]
+    assert echo["coverage_at_precision_0.9"]["mean"] > blind["coverage_at_precision_0.9"]["mean"]
+
+
 def test_calibration_file_keeps_one_combiner_per_kind(tmp_path):
     path = tmp_path / "c.json"
     CalibrationFile({"extractive": _calibrator([0.0] * len(SIGNALS))}).save(path)
