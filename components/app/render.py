@@ -10,6 +10,8 @@ from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
+from components.core.verification.confidence import against_bar
+
 CONTEXT_CHARS = 160
 # C0 controls but tab and newline, DEL and C1 controls: ANSI escape sequences start with one of them
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
@@ -45,14 +47,17 @@ def print_answer(console: Console, result: dict[str, Any], source) -> None:
     """``source(doc_id)`` returns the ``SourceDocument``, whose text shows the span in context."""
     console.print(f"[bold]Q:[/bold] {safe(result['query'])}")
     conf = result.get("confidence")
-    verdict = safe(f"{result.get('verdict')}: {result.get('reason')}" + (f"; confidence {conf:.2f}" if conf is not None else ""))
+    # a NOT_FOUND's confidence is its held-back reading's, said with it on the next line
+    shown = conf is not None and result.get("answer") is not None
+    verdict = safe(f"{result.get('verdict')}: {result.get('reason')}" + (f"; confidence {conf:.2f}" if shown else ""))
     if result.get("answer") is None:
         console.print(f"[bold yellow]A: not found in the source[/bold yellow]  ({verdict})")
         held = result.get("held_back")
         if held:
             where = f" in {safe(held['doc_id'])}" if held.get("doc_id") else ""
+            said, bar_said = against_bar(held["confidence"], held["min_confidence"])
             console.print(f"   [dim]held back: found '{safe(held['answer'])}'{where}, confidence "
-                          f"{held['confidence']:.2f} — below the {held['min_confidence']:.2f} bar[/dim]")
+                          f"{said} — below the {bar_said} bar[/dim]")
     else:
         console.print(f"[bold green]A:[/bold green] {safe(result['answer'])}  [dim]({verdict})[/dim]")
         span = (result.get("spans") or [None])[0]

@@ -16,7 +16,8 @@ from components.core.verification.answers import (
     ranked_answers,
     reader_prefers_no_answer,
 )
-from components.core.verification.confidence import CalibrationFile, Calibrator, answer_kind, project_path
+from components.core.verification.confidence import (CalibrationFile, Calibrator, against_bar, answer_kind,
+                                                     project_path)
 from components.core.verification.outcome import not_found_answer, supported_meta
 from components.core.errors import SpanQAError
 from components.core.reading.keyed_lookup import another_setting
@@ -368,7 +369,8 @@ class VerifierRouter:
                                   self.conflict_candidates, self.conflict_min_score_ratio)
             confidence, bar = meta["confidence"], self.confidence_bar(kind)
             if confidence is not None and bar is not None and confidence < bar:
-                why = f"low_confidence: confidence {confidence:.2f} below min_confidence {bar:.2f}"
+                said, bar_said = against_bar(confidence, bar)
+                why = f"low_confidence: confidence {said} below min_confidence {bar_said}"
                 out = self._not_found(query, why + (f" ({meta['reason']})" if meta["conflicts"] else ""),
                                       [*route, "confidence:low"], judgement.verdict, best)
                 out["not_found"][0].meta.update({k: meta[k] for k in ("signals", "confidence", "spans", "conflicts")},

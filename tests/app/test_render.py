@@ -55,3 +55,14 @@ def test_the_resplit_spread_line_says_how_many_splits_could_be_fitted():
     assert ("refit on 20 other splits, report half at each split's bar: precision_answered mean 0.903 "
             "(0.864–0.934; ≥ 0.9 in 50% of splits)  coverage_answered mean 0.389 (0.228–0.468)") in line(20)
     assert "refit on 20 other splits (18 could be fitted)," in line(18)
+
+
+def test_a_held_back_reading_says_its_confidence_once_and_apart_from_the_bar():
+    result = {"query": "What does ERR-4012 mean?", "answer": None, "verdict": "NOT_FOUND", "confidence": 0.776,
+              "reason": "low_confidence: confidence 0.776 below min_confidence 0.782", "route": ["read"], "spans": [],
+              "held_back": {"answer": "pairing timed out", "doc_id": "err-4012.md", "confidence": 0.776,
+                            "min_confidence": 0.7822}}
+    out = " ".join(_render(result, SourceDocument("err-4012.md", "ERR-4012: pairing timed out")).split())
+    assert "(NOT_FOUND: low_confidence: confidence 0.776 below min_confidence 0.782)" in out
+    assert "held back: found 'pairing timed out' in err-4012.md, confidence 0.776 — below the 0.782 bar" in out
+    assert out.count("0.776") == 2

@@ -35,6 +35,12 @@ def test_below_the_bar_the_answer_is_refused_and_kept(calibration):
     assert refused.meta["route"][-1] == "confidence:low"
 
 
+def test_a_confidence_just_under_the_bar_never_reads_as_equal_to_it(calibration):
+    out = _run(calibration, score=0.4, min_confidence=0.4284)  # confidence 0.4256: "0.43" and "0.43" at 2 decimals
+    (refused,) = out["not_found"]
+    assert refused.meta["reason"].startswith("low_confidence: confidence 0.426 below min_confidence 0.428")
+
+
 def test_above_the_bar_the_answer_carries_its_confidence(calibration):
     (answer,) = _run(calibration, score=0.9)["answers"]
     assert answer.meta["verdict"] == "SUPPORTED" and answer.meta["confidence"] == pytest.approx(0.7685, abs=1e-3)

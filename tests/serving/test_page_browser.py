@@ -166,6 +166,8 @@ def _near(colours, rgb, tol=40) -> int:
 def test_a_held_back_answer_is_said_and_looks_unlike_an_answer(strict_server, server, browser):
     from selenium.webdriver.common.by import By
 
+    from components.core.verification.confidence import against_bar
+
     question = "What does ERR-4012 mean?"
     status, api, _ = http("POST", strict_server.url + "/extractive/run", {"query": question})
     held = api["held_back"]
@@ -174,8 +176,9 @@ def test_a_held_back_answer_is_said_and_looks_unlike_an_answer(strict_server, se
     _ask(browser, question, 1)
     box = browser.find_element(By.ID, "held-back")
     assert box.is_displayed()
+    said, bar_said = against_bar(held["confidence"], held["min_confidence"])
     assert box.text == (f"Held back: found '{held['answer']}' in {held['doc_id']}, confidence "
-                        f"{held['confidence']:.2f} — below the 0.99 bar, so it is not shown as an answer. Check "
+                        f"{said} — below the {bar_said} bar, so it is not shown as an answer. Check "
                         f"the source before relying on it.")
     assert browser.find_element(By.ID, "answer").text == "not found in the source"
     _, held_colours = _pixels(box.screenshot_as_png)

@@ -308,6 +308,17 @@ def out_of_fold(x: np.ndarray, y: np.ndarray, w: np.ndarray, folds, c: float) ->
     return out
 
 
+def against_bar(confidence: float, bar: float, digits: int = 2) -> tuple[str, str]:
+    """``confidence`` and ``bar`` written with ``digits`` decimals, or with as many more (up to 4) as it takes for a
+    confidence under the bar not to read as equal to it: ``(0.776, 0.782)`` → ``("0.776", "0.782")``, not
+    ``("0.78", "0.78")``; ``(0.63, 0.782)`` → ``("0.63", "0.78")``."""
+    for d in range(digits, 5):
+        shown = f"{confidence:.{d}f}", f"{bar:.{d}f}"
+        if shown[0] != shown[1]:
+            return shown
+    return shown
+
+
 def threshold_for_precision(confidences: Sequence[float], correct: Sequence[bool], target: float,
                             weights: Sequence[float] | None = None) -> float:
     """The lowest confidence threshold whose answers (confidence ≥ it) reach ``target`` precision (weighted by

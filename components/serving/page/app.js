@@ -12,6 +12,16 @@
   function show(id, on) { $(id).hidden = !on; }
   function setStatus(text) { $("status").textContent = text; }
   function setError(text) { $("error").textContent = text || ""; show("error", Boolean(text)); }
+  // a confidence and the bar it fell under, with as many decimals (2 to 4) as it takes not to read as equal
+  // (components.core.verification.confidence.against_bar): 0.776 under 0.782 is "0.776" and "0.782", not "0.78" twice
+  function againstBar(confidence, bar) {
+    let shown = [];
+    for (let d = 2; d <= 4; d++) {
+      shown = [Number(confidence).toFixed(d), Number(bar).toFixed(d)];
+      if (shown[0] !== shown[1]) break;
+    }
+    return shown;
+  }
 
   // A server started with --keys needs "Authorization: Bearer <key>": the key is asked for on the first 401 and
   // kept for this tab only (sessionStorage), never in a cookie or in localStorage.
@@ -154,8 +164,9 @@
     }
     const held = reading && result.answer == null ? result.held_back : null;
     show("held-back", Boolean(held));
+    const figures = held ? againstBar(held.confidence, held.min_confidence) : null;
     $("held-back").textContent = held ? "Held back: found '" + held.answer + "'" + (held.doc_id ? " in " + held.doc_id : "")
-      + ", confidence " + Number(held.confidence).toFixed(2) + " — below the " + Number(held.min_confidence).toFixed(2)
+      + ", confidence " + figures[0] + " — below the " + figures[1]
       + " bar, so it is not shown as an answer. Check the source before relying on it." : "";
     $("verdict").textContent = reading ? (result.verdict + (result.reason ? " — " + result.reason : "")) : "—";
     $("confidence").textContent = result.confidence == null ? "—" : Number(result.confidence).toFixed(2);

@@ -237,6 +237,15 @@ def test_resplits_fit_the_features_they_are_given():
     assert echo["coverage_at_precision_0.9"]["mean"] > blind["coverage_at_precision_0.9"]["mean"]
 
 
+def test_a_confidence_under_the_bar_is_written_with_the_decimals_that_tell_them_apart():
+    from components.core.verification.confidence import against_bar
+
+    assert against_bar(0.63, 0.782) == ("0.63", "0.78")
+    assert against_bar(0.776, 0.7822) == ("0.776", "0.782")
+    assert against_bar(0.78121, 0.78139) == ("0.7812", "0.7814")
+    assert against_bar(0.99991, 0.99994) == ("0.9999", "0.9999")  # four decimals at most
+
+
 def test_calibration_file_keeps_one_combiner_per_kind(tmp_path):
     path = tmp_path / "c.json"
     CalibrationFile({"extractive": _calibrator([0.0] * len(SIGNALS))}).save(path)
