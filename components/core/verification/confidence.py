@@ -312,10 +312,10 @@ def against_bar(confidence: float, bar: float, digits: int = 2) -> tuple[str, st
     """``confidence`` and ``bar`` written with ``digits`` decimals, or with as many more (up to 4) as it takes for a
     confidence under the bar not to read as equal to it: ``(0.776, 0.782)`` → ``("0.776", "0.782")``, not
     ``("0.78", "0.78")``; ``(0.63, 0.782)`` → ``("0.63", "0.78")``."""
-    for d in range(digits, 5):
+    for d in range(digits, max(digits, 4) + 1):
         shown = f"{confidence:.{d}f}", f"{bar:.{d}f}"
         if shown[0] != shown[1]:
-            return shown
+            break
     return shown
 
 

@@ -244,6 +244,7 @@ def test_a_confidence_under_the_bar_is_written_with_the_decimals_that_tell_them_
     assert against_bar(0.776, 0.7822) == ("0.776", "0.782")
     assert against_bar(0.78121, 0.78139) == ("0.7812", "0.7814")
     assert against_bar(0.99991, 0.99994) == ("0.9999", "0.9999")  # four decimals at most
+    assert against_bar(0.123456, 0.123457, digits=5) == ("0.12346", "0.12346")  # or as many as asked
 
 
 def test_calibration_file_keeps_one_combiner_per_kind(tmp_path):
