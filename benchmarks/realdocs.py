@@ -8,7 +8,8 @@ gold document and holds a gold answer, ``answer_correct``), answers shown wrong,
 coverage of all questions, unanswerable questions answered; and how many right answers the verifier or the
 confidence bar held back.
 
-    python benchmarks/realdocs.py [--pipeline pipelines/extractive.yaml] [--kinds pdf html text] [--json] [--rows FILE]
+    python benchmarks/realdocs.py [--pipeline pipelines/extractive.yaml] [--set DIR] [--kinds pdf html text] [--json]
+        [--rows FILE]
 """
 
 from __future__ import annotations
@@ -16,9 +17,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import shutil
-import sys
-import tempfile
 from pathlib import Path
 
 from _common import ROOT, AnswerTally, finish
@@ -26,56 +24,25 @@ from _common import ROOT, AnswerTally, finish
 SET = ROOT / "benchmarks" / "realdocs"
 
 
-def load(kinds: list[str]) -> tuple[list[dict], list[Path]]:
-    questions, files = [], []
-    for kind in kinds:
-        folder = SET / kind
-        questions += [dict(json.loads(line), kind=kind) for line in
-                      (folder / "questions.jsonl").read_text(encoding="utf-8").splitlines() if line.strip()]
-        files += [p for p in folder.iterdir() if p.suffix.lower() in (".pdf", ".html", ".htm", ".md", ".txt")
-                  and p.name not in ("SOURCES.md",) and not p.name.endswith(".extracted.txt")]
-    return questions, files
-
-
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--pipeline", default=str(ROOT / "pipelines" / "extractive.yaml"))
+    p.add_argument("--set", default=str(SET), help="a document set of the same layout (default: the development set; "
+                                                   "training/realdocs is the real-document calibration set)")
     p.add_argument("--kinds", nargs="+", default=["pdf", "html", "text"])
     p.add_argument("--json", action="store_true")
     p.add_argument("--rows", help="also write every question's row, the confidence's signals included, to this JSON "
                                   "Lines file")
     args = p.parse_args(argv)
-    from components.app.pipeline_io import load_pipeline
-    from components.app.runner import QueryRunner
-    from components.evaluation.metrics import answer_correct
+    from components.evaluation.docsets import ask_docset, docset_runner, load_docset
 
-    questions, files = load(args.kinds)
+    questions, files = load_docset(Path(args.set), args.kinds)
     report = {"load_average_before": os.getloadavg(), "questions": len(questions)}
-    with tempfile.TemporaryDirectory() as tmp:
-        corpus = Path(tmp) / "corpus"
-        corpus.mkdir()
-        for f in files:  # one corpus of every kind: a question's passage competes with all the others
-            shutil.copy(f, corpus / f.name)
-        pipeline, _ = load_pipeline(Path(args.pipeline), data=str(corpus), cache_dir=str(Path(tmp) / "cache"))
-        runner = QueryRunner(pipeline)
-        runner.warm_up()
-        tally = AnswerTally()
-        rows = []
-        for q in questions:
-            result = runner.ask(q["question"])
-            shown = result["answer"] is not None
-            span = result["spans"][0] if shown and result["spans"] else None
-            right = bool(shown and q["answerable"] and span and span["doc_id"] == q["doc_id"]
-                         and answer_correct(result["answer"], q["answers"]))
-            held = result.get("rejected_answer")
-            held_right = bool(not shown and held and q["answerable"] and answer_correct(held, q["answers"]))
-            tally.add(q["kind"], q["answerable"], shown, right, held_right)
-            rows.append({"id": q["id"], "kind": q["kind"], "answerable": q["answerable"], "answer": result["answer"],
-                         "right": right, "verdict": result["verdict"], "reason": result.get("reason"),
-                         "confidence": result.get("confidence"), "held_back": held, "held_right": held_right,
-                         "supported": bool(result.get("_supported")), "signals": result.get("_signals")})
-            print(f"{q['id']:8s} {'right' if right else ('WRONG' if shown else '-'):5s} {str(result['answer'])[:60]!r}",
-                  file=sys.stderr)
+    with docset_runner(Path(args.pipeline), files) as runner:
+        rows = ask_docset(runner, questions, echo=True)
+    tally = AnswerTally()
+    for r in rows:
+        tally.add(r["kind"], r["answerable"], r["answer"] is not None, r["right"], r["held_right"])
     report["by_kind"] = tally.report()
     if args.rows:
         Path(args.rows).write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")

@@ -82,7 +82,8 @@ def main(argv=None) -> int:
     report = {}
     for name, keep in (("training articles", lambda r: not r.adversarial and r.context != "structured"),
                        ("squad2-more", lambda r: r.adversarial),
-                       ("structured", lambda r: r.context == "structured"),
+                       ("structured", lambda r: r.context == "structured" and "-realdocs-" not in r.article),
+                       ("real documents", lambda r: "-realdocs-" in r.article),
                        ("definition lists", lambda r: r.article.endswith("-definitions")), ("all", lambda r: True)):
         idx = [i for i, r in enumerate(rows) if keep(r)]
         sub = [rows[i] for i in idx]

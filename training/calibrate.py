@@ -1,12 +1,16 @@
 """Fit the confidence combiner on held-out data of each kind users bring: the held-out SQuAD articles of both kinds
 (``training/heldout.py``: training articles, and squad2-more articles with adversarial unanswerable questions) and the
 structured-text calibration sources (``training/structured_data.py --split calibrate``: SQLite's result codes,
-systemd's ``system.conf`` and ``logind.conf``; each question asked of its own block, ``components.evaluation.blocks``).
-Never the development article, the held-out structured sources, the demo corpus or the real-document set: they report.
+systemd's ``system.conf`` and ``logind.conf``; each question asked of its own block, ``components.evaluation.blocks``);
+with ``--docs split|fit`` also the real-document calibration set (``training/realdocs/``: PDFs, HTML pages and text
+documents asked as one corpus, ``components.evaluation.docsets``), which the shipped fit leaves out (measured, not
+kept: training/HISTORY.md). Never the development article, the held-out structured sources, the demo corpus or the
+real-document development set (``benchmarks/realdocs/``): they report.
 
     python run.py pipelines/extractive.yaml --eval .spanqa/training/heldout-squad2.json --no-audit \\
         --report reports/heldout-calibration
-    python training/calibrate.py --squad-rows reports/heldout-calibration/per_query.jsonl --save
+    python training/calibrate.py --squad-rows reports/heldout-calibration/per_query.jsonl --save \\
+        [--blocks-rows FILE] [--docs none|split|fit] [--docs-rows FILE]
 
 The combiner (``confidence.fit``: every signal) is fitted on the choose half of all rows (the SHA-256 split by id of
 every ``--calibrate``) at the pipeline YAML's ``unanswerable_share``, its bar chosen for the target precision on
@@ -29,7 +33,8 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "training"))
 
 MORE = ROOT.parent / "shared" / "data" / "squad2-more" / "dev-v2.0-29-articles.json"
-KINDS = ("training articles", "squad2-more", "structured")
+DOCSET = ROOT / "training" / "realdocs"
+KINDS = ("training articles", "squad2-more", "structured", "documents")
 
 
 def squad_kinds(rows: list[dict], more: Path) -> list[dict]:
@@ -67,6 +72,23 @@ def block_rows(pipeline_path: Path, cache: Path | None) -> tuple[list[dict], obj
     return [dict(r, kind="structured") for r in rows], (runner, spec)
 
 
+def document_rows(pipeline_path: Path, cache: Path | None) -> list[dict]:
+    """The real-document calibration set's questions asked of its corpus (read from ``cache`` when it exists, else
+    asked and written there), each row of kind ``documents``."""
+    from components.evaluation.docsets import ask_docset, docset_runner, load_docset
+
+    if cache is not None and cache.exists():
+        rows = [json.loads(line) for line in cache.read_text(encoding="utf-8").splitlines() if line.strip()]
+    else:
+        questions, files = load_docset(DOCSET)
+        with docset_runner(pipeline_path, files) as runner:
+            rows = ask_docset(runner, questions, echo=True)
+        if cache is not None:
+            cache.parent.mkdir(parents=True, exist_ok=True)
+            cache.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
+    return [dict(r, doc_kind=r["kind"], kind="documents") for r in rows]
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--pipeline", default=str(ROOT / "pipelines" / "extractive.yaml"))
@@ -74,6 +96,12 @@ def main(argv=None) -> int:
                    help="per_query.jsonl of `run.py PIPELINE --eval HELDOUT --report DIR` with the same pipeline")
     p.add_argument("--blocks-rows", default=None, metavar="JSONL",
                    help="the calibration blocks' rows: read when the file exists, else asked and written there")
+    p.add_argument("--docs-rows", default=None, metavar="JSONL",
+                   help="the real-document calibration set's rows: read when the file exists, else asked and written")
+    p.add_argument("--docs", choices=("none", "split", "fit"), default="none",
+                   help="the real-document calibration set (training/realdocs/): left out (default: the shipped "
+                        "recipe; fitting on it was measured and not kept, training/HISTORY.md), split choose / report "
+                        "by id like every kind, or all in the fit (none reported)")
     p.add_argument("--more", default=str(MORE), help="the squad2-more file (which held-out rows are adversarial)")
     p.add_argument("--unanswerable-share", type=float, default=None,
                    help="fit for this share of unanswerable questions (default: the YAML's metadata.spanqa value)")
@@ -94,7 +122,10 @@ def main(argv=None) -> int:
     squad = squad_kinds([json.loads(line) for line in squad_path.read_text(encoding="utf-8").splitlines()
                          if line.strip()], Path(args.more))
     blocks, (runner, spec) = block_rows(Path(args.pipeline), Path(args.blocks_rows) if args.blocks_rows else None)
-    rows = squad + blocks
+    docs = [] if args.docs == "none" else document_rows(Path(args.pipeline),
+                                                        Path(args.docs_rows) if args.docs_rows else None)
+    fit_only = docs if args.docs == "fit" else []
+    rows = squad + blocks + ([] if fit_only else docs)
     verifier = runner.pipeline.get_component(runner.verifier) if runner.verifier else None
     if verifier is None:
         raise SystemExit(f"calibrate: {args.pipeline} has no VerifierRouter, whose answers confidence is about.")
@@ -104,8 +135,12 @@ def main(argv=None) -> int:
     share = args.unanswerable_share if args.unanswerable_share is not None else (
         (spec.get("metadata") or {}).get("spanqa") or {}).get("unanswerable_share")
     choose, report = halves(rows)
-    fitted_on = {"dataset": f"{squad_path.parent.name}/{squad_path.name} + structured_data calibrate split",
-                 "kinds": {k: sum(r["kind"] == k for r in rows) for k in KINDS},
+    choose = choose + fit_only
+    reported = [k for k in KINDS if any(r["kind"] == k for r in report)]
+    fitted_on = {"dataset": f"{squad_path.parent.name}/{squad_path.name} + structured_data calibrate split"
+                            + {"split": " + training/realdocs", "fit": " + training/realdocs (all in the fit)",
+                               "none": ""}[args.docs],
+                 "kinds": {k: n for k in KINDS if (n := sum(r["kind"] == k for r in rows + fit_only))},
                  "half": "choose (seed 0)", "served_by": runner.models()}
     try:
         cal = fit_calibrator(choose, target, fitted_on, share)
@@ -113,11 +148,11 @@ def main(argv=None) -> int:
         raise SystemExit(f"calibrate: {exc}") from None
     out = {"load_average": os.getloadavg(), "target_precision": target, "unanswerable_share": share,
            "min_confidence": cal.min_confidence, "kinds": fitted_on["kinds"],
-           "report_half": {k: kind_summary([r for r in report if r["kind"] == k], cal) for k in KINDS},
-           "shipped_on_report_half": ({k: kind_summary([r for r in report if r["kind"] == k], old) for k in KINDS}
+           "report_half": {k: kind_summary([r for r in report if r["kind"] == k], cal) for k in reported},
+           "shipped_on_report_half": ({k: kind_summary([r for r in report if r["kind"] == k], old) for k in reported}
                                       if old is not None else None)}
     out["report_half"]["all"] = kind_summary(report, cal)
-    spread = resplits(rows, target, 20, share)
+    spread = resplits(rows, target, 20, share, fit_only=fit_only)
     out["resplits"] = {k: v for k, v in (spread or {}).items() if k != "per_split"}
     if args.save:
         out["saved_to"] = save_calibrator(cal, kind, verifier.calibration)

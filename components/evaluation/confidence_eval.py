@@ -110,10 +110,11 @@ RESPLIT_KEYS = ("precision_answered", "coverage_answered", "coverage_at_precisio
 
 
 def resplits(rows: list[dict], target_precision: float, splits: int, unanswerable_share: float | None = None,
-             features: tuple[str, ...] = confidence.SIGNALS) -> dict[str, Any] | None:
+             features: tuple[str, ...] = confidence.SIGNALS, fit_only: list[dict] = ()) -> dict[str, Any] | None:
     """How much the report half's numbers owe to the one split: the combiner refitted on the choose half of each of
     ``splits`` other splits (seeds 1..splits; the shipped one is seed 0) and scored on that split's report half at
-    its own bar (a combiner of ``features``). ``{"splits", "per_split": [{seed, metric: value}],
+    its own bar (a combiner of ``features``; ``fit_only``: rows every choose half also holds, never reported).
+    ``{"splits", "per_split": [{seed, metric: value}],
     metric: {"mean", "min", "max"}, "at_target": share of splits whose report-half precision reaches the target}``;
     None for ``splits`` 0."""
     if splits <= 0:
@@ -122,8 +123,8 @@ def resplits(rows: list[dict], target_precision: float, splits: int, unanswerabl
     for seed in range(1, splits + 1):
         choose, report = halves(rows, seed)
         try:
-            cal = fit_calibrator(choose, target_precision, {"half": f"choose (seed {seed})"}, unanswerable_share,
-                                 features)
+            cal = fit_calibrator(choose + list(fit_only), target_precision, {"half": f"choose (seed {seed})"},
+                                 unanswerable_share, features)
         except SpanQAError:  # a split whose choose half cannot be fitted: counted, not hidden
             per_split.append({"seed": seed, "note": "too few answers to fit"})
             continue

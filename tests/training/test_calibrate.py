@@ -42,3 +42,14 @@ def test_a_saved_combiner_keeps_the_other_kind_of_the_file(tmp_path):
     file = CalibrationFile.load(path)
     assert file.get("generative").min_confidence == 0.7 and file.get("extractive").min_confidence == 0.8
     assert save_calibrator(cal(0.8), "extractive", None) is None
+
+
+def test_cached_document_rows_are_read_and_kinded_without_asking_again(tmp_path, monkeypatch):
+    cache = tmp_path / "documents.jsonl"
+    cache.write_text(json.dumps({"id": "cpdf-01", "kind": "pdf", "answerable": True, "supported": True,
+                                 "signals": {"verifier": 0.9}, "answer_correct": True}) + "\n")
+    import components.evaluation.docsets as docsets
+
+    monkeypatch.setattr(docsets, "docset_runner", lambda *a, **k: pytest.fail("the cache was not read"))
+    rows = calibrate.document_rows(ROOT / "pipelines" / "extractive.yaml", cache)
+    assert [(r["id"], r["kind"], r["doc_kind"]) for r in rows] == [("cpdf-01", "documents", "pdf")]

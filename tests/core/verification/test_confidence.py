@@ -237,6 +237,21 @@ def test_resplits_fit_the_features_they_are_given():
     assert echo["coverage_at_precision_0.9"]["mean"] > blind["coverage_at_precision_0.9"]["mean"]
 
 
+def test_resplits_fit_on_fit_only_rows_in_every_split_and_never_report_them():
+    rows = [{"id": f"q{i}", "supported": i % 7 != 0, "signals": _signals(reader_score=(i * 37 % 100) / 100),
+             "answer_correct": (i * 37 % 100) >= 50 or i % 9 == 0, "confidence": None} for i in range(300)]
+    # extra rows that say a high reader score is often wrong: the fit must see them, the report must not
+    extra = [{"id": f"x{i}", "supported": True, "signals": _signals(reader_score=0.6 + (i % 40) / 100),
+              "answer_correct": i % 3 == 0, "confidence": None} for i in range(200)]
+    spread = confidence_eval.resplits(rows, 0.9, 2, fit_only=extra)
+    choose, report = confidence_eval.halves(rows, 2)
+    cal = confidence_eval.fit_calibrator(choose + extra, 0.9, {})
+    kept = [r for r in report if r["supported"] and cal.predict(r["signals"]) >= cal.min_confidence]
+    assert spread["per_split"][1]["coverage_answered"] == pytest.approx(len(kept) / len(report))  # old rows only
+    assert spread["per_split"] != confidence_eval.resplits(rows, 0.9, 2)["per_split"]  # the extra rows were fitted
+    assert confidence_eval.resplits(rows, 0.9, 2, fit_only=[]) == confidence_eval.resplits(rows, 0.9, 2)
+
+
 def test_a_confidence_under_the_bar_is_written_with_the_decimals_that_tell_them_apart():
     from components.core.verification.confidence import against_bar
 

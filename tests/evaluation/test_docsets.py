@@ -1,0 +1,89 @@
+"""The real-document question sets: the development set (``benchmarks/realdocs/``) reports, the calibration set
+(``training/realdocs/``) may be fitted and trained on — they must share no document and no source project, and every
+answer must be verbatim in its document as spanqa extracts it. And ``docset_row``'s labels on hand-made results."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from pathlib import Path
+
+import pytest
+
+from components.evaluation.docsets import KINDS, docset_row, document_text, load_docset
+
+ROOT = Path(__file__).resolve().parents[2]
+DEVELOPMENT = ROOT / "benchmarks" / "realdocs"
+CALIBRATION = ROOT / "training" / "realdocs"
+
+
+def repositories(folder: Path) -> set[str]:
+    """The ``owner/name`` of every row of each kind's SOURCES.md table (the second column)."""
+    out = set()
+    for kind in KINDS:
+        for line in (folder / kind / "SOURCES.md").read_text(encoding="utf-8").splitlines():
+            cells = [c.strip() for c in line.strip().strip("|").split("|")]
+            if len(cells) >= 3 and re.fullmatch(r"[\w.-]+/[\w.-]+( \(.*\))?", cells[1]):
+                out.add(cells[1].split(" ")[0].lower())
+    return out
+
+
+def test_the_two_sets_share_no_document_and_no_source_repository():
+    _, dev_files = load_docset(DEVELOPMENT)
+    _, cal_files = load_docset(CALIBRATION)
+    assert len(dev_files) == 15 and len(cal_files) == 34
+    digest = lambda p: hashlib.sha256(p.read_bytes()).hexdigest()  # noqa: E731
+    assert not {p.name for p in dev_files} & {p.name for p in cal_files}
+    assert not {digest(p) for p in dev_files} & {digest(p) for p in cal_files}
+    dev_repos, cal_repos = repositories(DEVELOPMENT), repositories(CALIBRATION)
+    assert len(cal_repos) >= 20, cal_repos  # the table was read, not skipped
+    assert not dev_repos & cal_repos
+
+
+def test_the_calibration_set_s_answers_are_verbatim_in_their_documents():
+    questions, files = load_docset(CALIBRATION)
+    texts = {p.name: document_text(p) for p in files}
+    assert len(questions) == 386 and sum(q["answerable"] for q in questions) == 257
+    assert len({q["id"] for q in questions}) == len(questions)
+    for q in questions:
+        assert q["doc_id"] in texts, q["id"]
+        assert bool(q["answers"]) == q["answerable"], q["id"]
+        for answer in q["answers"]:
+            assert answer in texts[q["doc_id"]], (q["id"], answer)
+
+
+def test_a_missing_kind_folder_is_named():
+    with pytest.raises(FileNotFoundError, match=r"nothing[/\\]pdf[/\\]questions.jsonl does not exist"):
+        load_docset(Path("nothing"), ["pdf"])
+
+
+Q = {"id": "q1", "kind": "text", "question": "What port?", "answers": ["6432"], "doc_id": "a.md", "answerable": True}
+
+
+def result(answer=None, doc="a.md", supported=True, refused=None, held_doc=None):
+    return {"answer": answer, "verdict": "SUPPORTED" if answer else "NOT_FOUND", "reason": "",
+            "spans": [{"doc_id": doc}] if answer else [], "rejected_answer": refused, "_supported": supported,
+            "held_back": {"answer": refused, "doc_id": held_doc} if held_doc else None, "_signals": {"p": 1.0}}
+
+
+def test_a_shown_answer_is_right_only_in_its_gold_document():
+    row = docset_row(Q, result("port 6432"))
+    assert (row["right"], row["answer_correct"], row["held_right"]) == (True, True, False)
+    row = docset_row(Q, result("port 6432", doc="b.md"))  # the same words from another document
+    assert (row["right"], row["answer_correct"]) == (False, False)
+    row = docset_row(Q, result("5432"))
+    assert (row["right"], row["answer_correct"]) == (False, False)
+
+
+def test_an_answer_held_back_by_the_bar_is_labelled_for_the_fit():
+    row = docset_row(Q, result(None, refused="6432", held_doc="a.md"))
+    assert (row["right"], row["held_right"], row["answer_correct"], row["supported"]) == (False, True, True, True)
+    row = docset_row(Q, result(None, refused="6432", held_doc="b.md"))  # held back, but from another document
+    assert (row["held_right"], row["answer_correct"]) == (True, False)
+
+
+def test_a_refused_candidate_is_not_a_label_and_an_unanswerable_question_has_no_right_answer():
+    row = docset_row(Q, result(None, supported=False, refused="6432"))  # the verifier refused it: not fitted on
+    assert (row["held_right"], row["answer_correct"], row["supported"]) == (True, False, False)
+    row = docset_row(dict(Q, answerable=False, answers=[]), result("6432"))
+    assert (row["right"], row["answer_correct"]) == (False, False)
