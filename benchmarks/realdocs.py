@@ -36,7 +36,11 @@ def main(argv=None) -> int:
     args = p.parse_args(argv)
     from components.evaluation.docsets import ask_docset, docset_runner, load_docset
 
-    questions, files = load_docset(Path(args.set), args.kinds)
+    try:
+        questions, files = load_docset(Path(args.set), args.kinds)
+    except FileNotFoundError as exc:
+        raise SystemExit(f"realdocs: {exc}. Give --set a folder of that layout (benchmarks/realdocs, "
+                         f"training/realdocs).") from None
     report = {"load_average_before": os.getloadavg(), "questions": len(questions)}
     with docset_runner(Path(args.pipeline), files) as runner:
         rows = ask_docset(runner, questions, echo=True)

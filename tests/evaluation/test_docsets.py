@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import hashlib
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -52,9 +54,13 @@ def test_the_calibration_set_s_answers_are_verbatim_in_their_documents():
             assert answer in texts[q["doc_id"]], (q["id"], answer)
 
 
-def test_a_missing_kind_folder_is_named():
+def test_a_missing_kind_folder_is_named(tmp_path):
     with pytest.raises(FileNotFoundError, match=r"nothing[/\\]pdf[/\\]questions.jsonl does not exist"):
         load_docset(Path("nothing"), ["pdf"])
+    done = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "realdocs.py"), "--set", str(tmp_path)],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 1 and "Traceback" not in done.stderr
+    assert "realdocs: " in done.stderr and "questions.jsonl does not exist" in done.stderr
 
 
 Q = {"id": "q1", "kind": "text", "question": "What port?", "answers": ["6432"], "doc_id": "a.md", "answerable": True}
