@@ -221,3 +221,30 @@ def test_verified_correct_judges_the_supported_answer_shown_or_held_back():
     assert not verified_correct({"answer": None, "rejected_answer": "30 days", "_supported": False}, golds, True)
     # any answer to an unanswerable question is wrong
     assert not verified_correct({"answer": None, "rejected_answer": "30 days", "_supported": True}, [], False)
+
+
+@pytest.mark.parametrize("prediction, golds, right", [
+    ("15000", ["5"], False),                          # a digit inside a number is not the number
+    ("1,000,000", ["10,000"], False),
+    ("HTML Tidy", ["-m", "the -m option"], False),    # a letter inside a word is not the option
+    ("printf", ["%p"], False),
+    ("10/15/2024", ["20"], False),
+    ("within 30 days", ["30 days"], True),            # the gold's words, whole and in order
+    ("mailto:security@etcd.io", ["security@etcd.io"], True),   # punctuation is a boundary, not glue
+    ("“--build-type=complete", ["--build-type=complete"], True),
+    ("The default value is 5", ["5"], True),
+    ("days 30", ["30 days"], True),                   # out of order, but token F1 1.0
+    ("5", ["The default value is 5"], False),         # F1 0.4: too little of the gold
+    ("30 days", [], False),
+])
+def test_answer_correct_contains_the_gold_word_for_word(prediction, golds, right):
+    from components.evaluation.metrics import answer_correct
+
+    assert answer_correct(prediction, golds) is right
+
+
+def test_answer_correct_is_wrong_for_any_answer_to_an_unanswerable_question():
+    from components.evaluation.metrics import answer_correct
+
+    assert not answer_correct("30 days", ["30 days"], answerable=False)
+    assert not answer_correct(None, ["30 days"])
