@@ -74,17 +74,21 @@ def random_embedder(dim: int = 384, seed: int = 0):
 
 class AnswerTally:
     """Answers counted by group and overall, as the end-to-end benchmarks report them: questions, answerable,
-    shown, right, wrong, unanswerable ones answered, right answers held back; then right share of the answerable,
-    wrong share of the shown, precision and coverage."""
+    shown, right, wrong, unanswerable ones answered, right answers held back (of them, by the confidence bar: the
+    verifier SUPPORTED them; the rest the verifier or the reader's no-answer refused); then right share of the
+    answerable, wrong share of the shown, precision and coverage."""
 
-    FIELDS = ("questions", "answerable", "shown", "right", "wrong", "unanswerable_answered", "right_held_back")
+    FIELDS = ("questions", "answerable", "shown", "right", "wrong", "unanswerable_answered", "right_held_back",
+              "right_held_by_bar")
 
     def __init__(self):
         from collections import defaultdict
 
         self.groups = defaultdict(lambda: dict.fromkeys(self.FIELDS, 0))
 
-    def add(self, group: str, answerable: bool, shown: bool, right: bool, held_right: bool) -> None:
+    def add(self, group: str, answerable: bool, shown: bool, right: bool, held_right: bool,
+            by_bar: bool = False) -> None:
+        """One question; ``by_bar``: its held-back right answer was SUPPORTED and fell under the confidence bar."""
         for key in (group, "all"):
             t = self.groups[key]
             t["questions"] += 1
@@ -94,6 +98,7 @@ class AnswerTally:
             t["wrong"] += shown and not right
             t["unanswerable_answered"] += shown and not answerable
             t["right_held_back"] += held_right
+            t["right_held_by_bar"] += held_right and by_bar
 
     def report(self) -> dict:
         out = {}
@@ -107,9 +112,9 @@ class AnswerTally:
     def print_table(self, label: str, order: list[str]) -> None:
         rows, width = self.report(), max(len(label), *(len(k) for k in order + ["all"]))
         print(f"{label:{width}s} {'questions':>9s} {'answerable':>10s} {'shown':>5s} {'right':>5s} {'wrong':>5s} "
-              f"{'right share':>11s} {'precision':>9s} {'coverage':>8s} {'right held back':>15s}")
+              f"{'right share':>11s} {'precision':>9s} {'coverage':>8s} {'right held back':>15s} {'by the bar':>10s}")
         for key in [k for k in order if k in rows and k != "all"] + ["all"]:
             t = rows[key]
             print(f"{key:{width}s} {t['questions']:9d} {t['answerable']:10d} {t['shown']:5d} {t['right']:5d} "
                   f"{t['wrong']:5d} {str(t['answerable_right_share']):>11s} {str(t['precision']):>9s} "
-                  f"{t['coverage']:8.3f} {t['right_held_back']:15d}")
+                  f"{t['coverage']:8.3f} {t['right_held_back']:15d} {t['right_held_by_bar']:10d}")

@@ -59,7 +59,7 @@ def main(argv=None) -> int:
         right = bool(shown and r["answerable"] and answer_correct(r["answer"], r["golds"]))
         held = r["rejected_answer"]
         held_right = bool(not shown and held and r["answerable"] and answer_correct(held, r["golds"]))
-        tally.add(r["source"], r["answerable"], shown, right, held_right)
+        tally.add(r["source"], r["answerable"], shown, right, held_right, r["supported"])
         rows.append({"id": r["id"], "doc": r["doc"], "question": r["question"], "gold": r["golds"],
                      "answer": r["answer"], "right": right, "reason": r["verdict_reason"],
                      "confidence": r["confidence"], "held_back": held})

@@ -105,3 +105,18 @@ def test_no_wrong_answer_is_shown_on_the_demo_corpus(runner):
             wrong.add(q["id"])
     assert WRONG_SHOWN <= wrong <= WRONG_SHOWN | NEAR_THE_BAR, wrong
     assert shown >= 8
+
+
+def test_the_result_keeps_what_the_reader_read_and_proposed_last(runner):
+    # q06: the verifier refutes the reader's '45' (0.03) and widens to the whole passage, where it is read again
+    q = next(q for q in QUESTIONS if q["id"] == "q06")
+    result = runner.ask(q["question"])
+    assert "widen:passage" in result["route"]
+    first, last = result["_read"], result["_read_last"]
+    assert last != first and sum(len(d["text"]) for d in last) > sum(len(d["text"]) for d in first)
+    for d in first + last:  # both are pieces of their documents, at their offsets
+        assert TEXTS[d["doc_id"]][d["char_start"]:d["char_end"]] == d["text"]
+    candidates = result["_candidates"]
+    assert candidates and result["rejected_answer"] == candidates[0]["answer"]
+    assert [c["score"] for c in candidates] == sorted((c["score"] for c in candidates), reverse=True)
+    assert all(c["answer"] in TEXTS[c["doc_id"]] for c in candidates)

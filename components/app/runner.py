@@ -138,6 +138,9 @@ class QueryRunner:
         self.joiner = next(iter(_by_type(pipeline, RRFJoiner)), None)
         self.ranker = next(iter(_by_type(pipeline, CrossEncoderRanker)), None)
         self.expander = next(iter(_by_type(pipeline, SentenceWindowExpander)), None)
+        # the expander that widens what the verifier doubted (mode "widen"): what was read last, when it ran
+        self.widener = next((n for n in _by_type(pipeline, SentenceWindowExpander)
+                             if getattr(pipeline.get_component(n), "mode", None) == "widen"), None)
         self.readers = _by_type(pipeline, ExtractiveReader, GenerativeReader)
         self.verifier = next(iter(_by_type(pipeline, VerifierRouter)), None)
         if self.retriever is None:
@@ -291,7 +294,8 @@ class QueryRunner:
         if top_k and last_ranking:
             inputs.setdefault(last_ranking, {})["top_k"] = top_k
         with collect_timings() as ms:
-            out = self.pipeline.run(inputs, include_outputs_from={n for n in (self.retriever, self.joiner, self.ranker, self.expander) if n})
+            keep = {n for n in (self.retriever, self.joiner, self.ranker, self.expander, self.widener) if n}
+            out = self.pipeline.run(inputs, include_outputs_from=keep | set(self.readers))
         return self._shape(query, out, ms)
 
     def _shape(self, query: str, out: dict[str, Any], ms: dict[str, float]) -> dict[str, Any]:
@@ -318,6 +322,11 @@ class QueryRunner:
                 add_locations(spans, self.store().source, getattr(self.store(), "data_dir", None))
             windows = out.get(self.expander, {}).get("documents", []) if self.expander else []
             result["_read"] = [doc_json(w) for w in windows]
+            # what the reader read and proposed last (the widened text, when the verifier widened): where a right
+            # answer was lost, for the benchmarks (components.evaluation.docsets)
+            widened = (out.get(self.widener, {}).get("documents") or []) if self.widener else []
+            result["_read_last"] = [doc_json(w) for w in widened] or result["_read"]
+            result["_candidates"] = reader_candidates(out, self.readers)
             usage = result.get("usage") or {}
             result["_reader_tokens"] = usage.get("prompt_tokens") or sum(len(w.content.split()) for w in windows)
             # what a full-document reader would be sent instead: the whole source documents of those windows
@@ -394,6 +403,19 @@ class QueryRunner:
                 os.write(fd, line)
             finally:
                 os.close(fd)
+
+
+def reader_candidates(out: dict[str, Any], readers: list[str]) -> list[dict[str, Any]]:
+    """The answers the reader proposed in its last read (best first; its no-answer left out): ``answer``,
+    ``score`` and the ``doc_id`` it was read from."""
+    found = []
+    for name in readers:
+        for a in out.get(name, {}).get("answers") or []:
+            if getattr(a, "data", None):
+                doc = getattr(a, "document", None)
+                found.append({"answer": str(a.data), "score": a.score,
+                              "doc_id": (a.meta or {}).get("doc_id") or (doc.meta.get("doc_id") if doc else None)})
+    return sorted(found, key=lambda c: -(c["score"] or 0.0))
 
 
 def reader_kind(runner: QueryRunner) -> str:

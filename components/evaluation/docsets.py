@@ -99,11 +99,42 @@ def docset_row(q: dict, result: dict) -> dict:
             "answer_correct": correct}
 
 
+LOST = ("held_by_bar", "refused_by_verifier", "lower_in_reader_list", "reader_missed", "not_read", "shown_wrong")
+
+
+def _holds(text: str, answers: list[str]) -> bool:
+    flat = " ".join(text.split()).lower()
+    return any(" ".join(a.split()).lower() in flat for a in answers if a.strip())
+
+
+def lost_at(q: dict, result: dict, row: dict) -> str | None:
+    """Where an answerable question's right answer was lost (None: shown right, or nothing to find), one of
+    ``LOST``: a wrong answer shown; a right answer the verifier SUPPORTED and the confidence bar held back; the
+    reader's best answer right but refused by the verifier (or outscored by the reader's no-answer); a right answer
+    only lower in the reader's last list; the text read last holds a gold answer the reader never proposed; no text
+    read holds one (retrieval or the window missed it)."""
+    if not q["answerable"] or row["right"]:
+        return None
+    if row["answer"] is not None:
+        return "shown_wrong"
+    if row["held_right"]:
+        return "held_by_bar" if row["supported"] else "refused_by_verifier"
+    if any(c["doc_id"] in (None, q["doc_id"]) and answer_correct(c["answer"], q["answers"])
+           for c in result.get("_candidates") or []):
+        return "lower_in_reader_list"
+    read = [d for d in (result.get("_read_last") or []) + (result.get("_read") or [])]
+    if any(d.get("doc_id") == q["doc_id"] and _holds(d.get("text") or "", q["answers"]) for d in read):
+        return "reader_missed"
+    return "not_read"
+
+
 def ask_docset(runner, questions: list[dict], echo: bool = False) -> list[dict]:
     """Each question asked of the whole corpus; one ``docset_row`` per question (``echo``: a line each on stderr)."""
     rows = []
     for q in questions:
-        row = docset_row(q, runner.ask(q["question"]))
+        result = runner.ask(q["question"])
+        row = docset_row(q, result)
+        row["lost_at"] = lost_at(q, result, row)
         rows.append(row)
         if echo:
             mark = "right" if row["right"] else ("WRONG" if row["answer"] is not None else "-")

@@ -93,3 +93,43 @@ def test_a_refused_candidate_is_not_a_label_and_an_unanswerable_question_has_no_
     assert (row["held_right"], row["answer_correct"], row["supported"]) == (True, False, False)
     row = docset_row(dict(Q, answerable=False, answers=[]), result("6432"))
     assert (row["right"], row["answer_correct"]) == (False, False)
+
+
+def test_the_tally_tells_right_answers_held_by_the_bar_from_those_the_verifier_refused():
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    from _common import AnswerTally
+
+    tally = AnswerTally()
+    for q, res in ((Q, result("port 6432")),                                      # shown, right
+                   (Q, result(None, refused="6432", held_doc="a.md")),            # held by the bar
+                   (Q, result(None, supported=False, refused="6432")),            # refused by the verifier
+                   (dict(Q, answerable=False, answers=[]), result("6432"))):      # an unanswerable one answered
+        row = docset_row(q, res)
+        tally.add("text", row["answerable"], row["answer"] is not None, row["right"], row["held_right"],
+                  row["supported"])
+    t = tally.report()["all"]
+    assert (t["shown"], t["right"], t["wrong"], t["unanswerable_answered"]) == (2, 1, 1, 1)
+    assert (t["right_held_back"], t["right_held_by_bar"]) == (2, 1)
+    assert (t["precision"], t["answerable_right_share"], t["coverage"]) == (0.5, round(1 / 3, 3), 0.5)
+
+
+def test_where_a_right_answer_was_lost_is_told_from_the_result():
+    from components.evaluation.docsets import lost_at
+
+    def lost(res, q=Q):
+        return lost_at(q, res, docset_row(q, res))
+
+    read = [{"doc_id": "a.md", "text": "PgBouncer listens on\n listen_port = 6432 by default."}]
+    assert lost(result("port 6432")) is None                                     # shown right
+    assert lost(result("5432")) == "shown_wrong"
+    assert lost(result(None, refused="6432", held_doc="a.md")) == "held_by_bar"
+    assert lost(result(None, supported=False, refused="6432")) == "refused_by_verifier"
+    refused_wrong = dict(result(None, supported=False, refused="5432"), _read_last=read)
+    assert lost(dict(refused_wrong, _candidates=[{"answer": "5432", "score": 0.6, "doc_id": "a.md"},
+                                                 {"answer": "6432", "score": 0.3, "doc_id": "a.md"}])) \
+        == "lower_in_reader_list"
+    # the same words proposed from another document are not the right answer
+    assert lost(dict(refused_wrong, _candidates=[{"answer": "6432", "score": 0.3, "doc_id": "b.md"}])) \
+        == "reader_missed"
+    assert lost(dict(refused_wrong, _read_last=[{"doc_id": "b.md", "text": "6432"}])) == "not_read"
+    assert lost(result("6432"), q=dict(Q, answerable=False, answers=[])) is None   # nothing to find
