@@ -322,10 +322,10 @@ class QueryRunner:
                 add_locations(spans, self.store().source, getattr(self.store(), "data_dir", None))
             windows = out.get(self.expander, {}).get("documents", []) if self.expander else []
             result["_read"] = [doc_json(w) for w in windows]
-            # what the reader read and proposed last (the widened text, when the verifier widened): where a right
-            # answer was lost, for the benchmarks (components.evaluation.docsets)
+            # what the reader read last when the verifier widened (else nothing: ``_read`` was read last) and what it
+            # proposed last: where a right answer was lost, for the benchmarks (components.evaluation.docsets)
             widened = (out.get(self.widener, {}).get("documents") or []) if self.widener else []
-            result["_read_last"] = [doc_json(w) for w in widened] or result["_read"]
+            result["_read_last"] = [doc_json(w) for w in widened]
             result["_candidates"] = reader_candidates(out, self.readers)
             usage = result.get("usage") or {}
             result["_reader_tokens"] = usage.get("prompt_tokens") or sum(len(w.content.split()) for w in windows)

@@ -122,7 +122,7 @@ def lost_at(q: dict, result: dict, row: dict) -> str | None:
     if any(c["doc_id"] in (None, q["doc_id"]) and answer_correct(c["answer"], q["answers"])
            for c in result.get("_candidates") or []):
         return "lower_in_reader_list"
-    read = [d for d in (result.get("_read_last") or []) + (result.get("_read") or [])]
+    read = (result.get("_read_last") or []) + (result.get("_read") or [])  # widened (when it was), then the windows
     if any(d.get("doc_id") == q["doc_id"] and _holds(d.get("text") or "", q["answers"]) for d in read):
         return "reader_missed"
     return "not_read"

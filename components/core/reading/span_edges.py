@@ -5,7 +5,8 @@ whitespace-free name — ``PROMPT2`` of ``_PROMPT2``, ``tar.gz`` of ``go1.4-boot
 ``ENABLED`` of ``CGO_ENABLED=0``. Such a piece is not what the text states, and a verifier reading it marked
 inside the name judges a fragment. ``identifier_span`` widens the span to the whole name when the span cuts it
 and the name is an identifier: it holds ``_``, or a ``.`` between two letters or digits, or a ``:`` between two
-digits. A name ends at white space, at ``=`` and ``/`` and at a ``:`` between letters: the ``no`` of
+digits, or it is a command-line option (``--auto-hybrid-regex``, ``-lexslt``); and a span inside a file path from its
+root (``xml/catalog`` of ``/etc/xml/catalog``) to the whole path. A name ends at white space, at ``=`` and ``/`` and at a ``:`` between letters: the ``no`` of
 ``#CrashChangeVT=no`` is a value and the ``8443`` of ``hub.local:8443/api`` a port, not pieces of a name.
 Ordinary words are left alone: ``1990`` of ``1990s`` or ``Saxon`` of ``Anglo-Saxon`` is what a reader of prose
 meant, and SQuAD's answers are cut that way.
@@ -22,6 +23,9 @@ import re
 from components.core.reading.span_decoding import SpanCandidate
 
 _JOINED = re.compile(r"_|[A-Za-z0-9]\.[A-Za-z0-9]|\d:\d")
+_OPTION = re.compile(r"-{1,2}[A-Za-z][A-Za-z0-9]")  # a command-line option: -lexslt, --auto-hybrid-regex
+_OPTION_NAME = re.compile(r"-{1,2}[A-Za-z][\w.\-]*")
+_PATH = re.compile(r"(?:~|\.{1,2})?(?:/[\w.\-]+)+/?")  # a file path from its root: /etc/xml/catalog, ~/.fzf
 OPENERS = "([{<\"'`«“‘*"
 CLOSERS = ")]}>\"'`»”’*.,;:!?"
 MAX_NAME = 80  # characters: a longer whitespace-free run (a URL with a query, base64) is not widened into
@@ -58,9 +62,36 @@ def _cuts_right(text: str, end: int) -> bool:
                                  and _word_char(text[end + 1]))
 
 
+def whole_token_span(text: str, start: int, end: int) -> tuple[int, int] | None:
+    """The whole file path from its root (``/etc/xml/catalog``, ``~/.fzf``, ``./testall.sh``) or command-line option
+    (``-lexslt``; ``--build-type`` of ``--build-type=complete``: a value after ``=`` is not the option) that
+    ``start:end`` lies inside and does not cover, or None: a path is one name, though ``/`` parts a URL's."""
+    s, e = start, end
+    while s > 0 and not text[s - 1].isspace():
+        s -= 1
+    while e < len(text) and not text[e].isspace():
+        e += 1
+    while s < start and text[s] in OPENERS:
+        s += 1
+    while e > end and text[e - 1] in CLOSERS:
+        e -= 1
+    if _OPTION.match(text, s) and "=" in text[s:e] and text.index("=", s, e) >= end:
+        e = text.index("=", s, e)  # the option, not its value
+    if (s, e) == (start, end) or e - s > MAX_NAME:
+        return None
+    if _PATH.fullmatch(text, s, e) or _OPTION_NAME.fullmatch(text, s, e):
+        return s, e
+    return None
+
+
 def identifier_span(text: str, start: int, end: int) -> tuple[int, int]:
     """``(start, end)`` widened to the whole identifier it cuts, else unchanged (see the module's doc)."""
-    if not (0 <= start < end <= len(text)) or not (_cuts_left(text, start) or _cuts_right(text, end)):
+    if not (0 <= start < end <= len(text)):
+        return start, end
+    whole = whole_token_span(text, start, end)
+    if whole is not None:
+        return whole
+    if not (_cuts_left(text, start) or _cuts_right(text, end)):
         return start, end
     s, e = start, end
     while s > 0 and not _ends_name(text, s - 1):
@@ -72,7 +103,7 @@ def identifier_span(text: str, start: int, end: int) -> tuple[int, int]:
     while e > end and text[e - 1] in CLOSERS:
         e -= 1
     name = text[s:e]
-    if s > start or e < end or e - s > MAX_NAME or not _JOINED.search(name):
+    if s > start or e < end or e - s > MAX_NAME or not (_JOINED.search(name) or _OPTION.match(name)):
         return start, end
     return s, e
 

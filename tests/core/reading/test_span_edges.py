@@ -21,6 +21,15 @@ def _cut(text: str, piece: str) -> tuple[int, int]:
         ("opens at 10:30 daily", "10", "10:30"),  # a ":" between digits joins
         ("see (config.yaml) first", "config", "config.yaml"),
         ("by setting EVENT_SHOW_METHOD, libevent", "EVENT_SHOW_METHOD", "EVENT_SHOW_METHOD"),
+        # a command-line option is one name, its value after "=" is not part of it
+        ("Use --auto-hybrid-regex.", "hybrid-regex", "--auto-hybrid-regex"),
+        ("prepend -lexslt to the LIBS options", "lexslt", "-lexslt"),
+        ("pass “--build-type=complete” to b2", "build-type", "--build-type"),
+        ("try flac --lax first", "lax", "--lax"),
+        # a file path from its root is one name, though "/" parts a URL's
+        ("Which XML catalog: /etc/xml/catalog.", "xml/catalog", "/etc/xml/catalog"),
+        ("then run ./testall.sh in tidy/test", "testall.sh", "./testall.sh"),
+        ("add (~/.fzf) to the path", "fzf", "~/.fzf"),
     ],
 )
 def test_a_cut_identifier_becomes_the_whole_name(text, piece, expected):
@@ -43,6 +52,12 @@ def test_a_cut_identifier_becomes_the_whole_name(text, piece, expected):
         (":c:func:`uv_fs_req_cleanup`", "uv_fs_req_cleanup"),  # a ":" between letters parts names
         ("https://hub.local:8443/api/v2/lights/l-02", "8443"),  # a port: "/" and ":" part the names of a URL
         ("see golang.org/x/net", "x"),
+        ("pass --build-type=complete to b2", "complete"),  # the value, not the option
+        ("the 9/11 attacks", "11"),  # a path begins at its root
+        ("the and/or case", "or"),
+        ("a state-of-the-art tool", "art"),
+        ("-9999 marks a missing value", "9999"),  # a negative number is not an option
+        ("the city--which grew", "which"),
     ],
 )
 def test_prose_and_whole_spans_are_left_alone(text, piece):
