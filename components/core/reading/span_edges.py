@@ -62,6 +62,15 @@ def _cuts_right(text: str, end: int) -> bool:
                                  and _word_char(text[end + 1]))
 
 
+def _trimmed(text: str, s: int, e: int, start: int, end: int) -> tuple[int, int]:
+    """``s:e`` without the quotes, brackets and closing punctuation around it, never cutting into ``start:end``."""
+    while s < start and text[s] in OPENERS:
+        s += 1
+    while e > end and text[e - 1] in CLOSERS:
+        e -= 1
+    return s, e
+
+
 def whole_token_span(text: str, start: int, end: int) -> tuple[int, int] | None:
     """The whole file path from its root (``/etc/xml/catalog``, ``~/.fzf``, ``./testall.sh``) or command-line option
     (``-lexslt``; ``--build-type`` of ``--build-type=complete``: a value after ``=`` is not the option) that
@@ -71,10 +80,7 @@ def whole_token_span(text: str, start: int, end: int) -> tuple[int, int] | None:
         s -= 1
     while e < len(text) and not text[e].isspace():
         e += 1
-    while s < start and text[s] in OPENERS:
-        s += 1
-    while e > end and text[e - 1] in CLOSERS:
-        e -= 1
+    s, e = _trimmed(text, s, e, start, end)
     if _OPTION.match(text, s) and "=" in text[s:e] and text.index("=", s, e) >= end:
         e = text.index("=", s, e)  # the option, not its value
     if (s, e) == (start, end) or e - s > MAX_NAME:
@@ -98,10 +104,7 @@ def identifier_span(text: str, start: int, end: int) -> tuple[int, int]:
         s -= 1
     while e < len(text) and not _ends_name(text, e):
         e += 1
-    while s < start and text[s] in OPENERS:
-        s += 1
-    while e > end and text[e - 1] in CLOSERS:
-        e -= 1
+    s, e = _trimmed(text, s, e, start, end)
     name = text[s:e]
     if s > start or e < end or e - s > MAX_NAME or not (_JOINED.search(name) or _OPTION.match(name)):
         return start, end
