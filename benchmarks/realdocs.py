@@ -67,7 +67,7 @@ def main(argv=None) -> int:
     report["lost_at"] = lost = lost_table(rows, args.kinds)
     if not args.json:
         tally.print_table("kind", args.kinds)
-        print("\nwhere the answerable questions without a right answer shown were lost (components.evaluation.docsets.LOST):")
+        print("\nwhere the answerable questions without a right answer shown were lost (docsets.lost_at):")
         names = list(LOST)
         print(f"{'kind':6s} {'answerable':>10s} " + " ".join(f"{n:>{max(len(n), 5)}s}" for n in names))
         for kind, t in lost.items():

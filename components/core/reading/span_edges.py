@@ -5,9 +5,10 @@ whitespace-free name — ``PROMPT2`` of ``_PROMPT2``, ``tar.gz`` of ``go1.4-boot
 ``ENABLED`` of ``CGO_ENABLED=0``. Such a piece is not what the text states, and a verifier reading it marked
 inside the name judges a fragment. ``identifier_span`` widens the span to the whole name when the span cuts it
 and the name is an identifier: it holds ``_``, or a ``.`` between two letters or digits, or a ``:`` between two
-digits, or it is a command-line option (``--auto-hybrid-regex``, ``-lexslt``); and a span inside a file path from its
-root (``xml/catalog`` of ``/etc/xml/catalog``) to the whole path. A name ends at white space, at ``=`` and ``/`` and at a ``:`` between letters: the ``no`` of
-``#CrashChangeVT=no`` is a value and the ``8443`` of ``hub.local:8443/api`` a port, not pieces of a name.
+digits, or it is a command-line option (``--auto-hybrid-regex``, ``-lexslt``); a span inside a file path from its
+root (``xml/catalog`` of ``/etc/xml/catalog``) to the whole path (``whole_token_span``). A name ends at white space,
+at ``=`` and ``/`` and at a ``:`` between letters: the ``no`` of ``#CrashChangeVT=no`` is a value and the ``8443`` of
+``hub.local:8443/api`` a port, not pieces of a name.
 Ordinary words are left alone: ``1990`` of ``1990s`` or ``Saxon`` of ``Anglo-Saxon`` is what a reader of prose
 meant, and SQuAD's answers are cut that way.
 
