@@ -65,6 +65,8 @@ def test_generative_model_that_obeys_the_planted_text_is_refused(poisoned):
     assert prompts and all("Ignore previous instructions" not in p for p in prompts)  # withheld from the prompt
     assert "48 hours" not in (result["answer"] or "")
     assert result["verdict"] == "NOT_FOUND" or "30 days" in result["answer"]
+    # what the generator proposed is kept for the benchmarks, without a score (a generated answer has none)
+    assert result["_candidates"] and all(c["score"] is None and c["answer"] for c in result["_candidates"])
 
 
 def test_verifier_refuses_an_answer_whose_sentence_addresses_the_reader():

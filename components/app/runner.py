@@ -407,13 +407,14 @@ class QueryRunner:
 
 def reader_candidates(out: dict[str, Any], readers: list[str]) -> list[dict[str, Any]]:
     """The answers the reader proposed in its last read (best first; its no-answer left out): ``answer``,
-    ``score`` and the ``doc_id`` it was read from."""
+    ``score`` (None for a generated answer, which has none) and the ``doc_id`` it was read from (None when a
+    generated answer does not say)."""
     found = []
     for name in readers:
         for a in out.get(name, {}).get("answers") or []:
             if getattr(a, "data", None):
                 doc = getattr(a, "document", None)
-                found.append({"answer": str(a.data), "score": a.score,
+                found.append({"answer": str(a.data), "score": getattr(a, "score", None),
                               "doc_id": (a.meta or {}).get("doc_id") or (doc.meta.get("doc_id") if doc else None)})
     return sorted(found, key=lambda c: -(c["score"] or 0.0))
 
