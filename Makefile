@@ -16,7 +16,7 @@ PIPELINE   ?= pipelines/extractive.yaml
 SERVE_ARGS ?=
 
 .PHONY: setup demo test check train train-more train-stage3 train-stage4 train-stage5 train-stage5-plain train-stage6 train-stage7 \
-	train-stage8 average-stages train-adversarial train-structured average-previous train-verifier train-verifier-structured train-verifier-constructed train-verifier-tables train-verifier-definitions train-verifier-realdocs heldout calibrate bench serve bench-serve eval targets clean
+	train-stage8 average-stages train-adversarial train-structured train-reader-realdocs average-previous train-verifier train-verifier-structured train-verifier-constructed train-verifier-tables train-verifier-definitions train-verifier-realdocs heldout calibrate bench serve bench-serve eval targets clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -132,6 +132,18 @@ train-structured: setup
 		--structured .spanqa/training/structured-train.json --structured-repeat 3 --more $(MORE) --more-heldout 6 \
 		--v1-questions 8000 --stream-seed 19 --minutes 40 --lr 3e-5 --hard-negatives --bf16 --negated-repeat 3 \
 		--eval-every 6000 --eval-questions 300 --out .spanqa/training/reader12-out --work .spanqa/training/reader12 $(RESUME)
+
+# the reader on real documents: from the shipped reader, the structured blocks with their definition lists and the
+# real-document calibration set's 23 training documents (twice, so 6 times a pass) beside the squad2-more training
+# articles and 8,000 SQuAD questions (training/HISTORY.md); writes .spanqa/training/reader13-out (outside git)
+train-reader-realdocs: setup
+	$(BIN)/python training/definition_lists.py --split train --out .spanqa/training/structured-train-defs.json
+	$(BIN)/python training/realdocs_data.py --split train --out .spanqa/training/realdocs-train.json
+	$(BIN)/python training/train_reader.py --init models/spanqa-reader-minilm-l6 --distil models/spanqa-reader-minilm-l6 \
+		--structured .spanqa/training/structured-train-defs.json --structured .spanqa/training/realdocs-train.json \
+		--structured .spanqa/training/realdocs-train.json --structured-repeat 3 --more $(MORE) --more-heldout 6 \
+		--v1-questions 8000 --stream-seed 23 --minutes 40 --lr 3e-5 --hard-negatives --negated-repeat 3 \
+		--eval-every 6000 --eval-questions 300 --out .spanqa/training/reader13-out --work .spanqa/training/reader13 $(RESUME)
 
 # the shipped reader: the 1:1 mean of the reader shipped at PREVIOUS_COMMIT and its continuation CONTINUATION (make
 # train-structured); the step before it was PREVIOUS_COMMIT=dfa8e54 CONTINUATION=.spanqa/training/reader11-out (make

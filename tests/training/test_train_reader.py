@@ -276,3 +276,12 @@ def test_heldout_writes_the_more_articles_train_reader_holds_out(tmp_path):
     _, _, more_titles = reader_data.split_more(reader_data.load_articles(MORE, adversarial=True), 6, 13)
     assert set(more_titles) <= titles and len(more_titles) == 6
     assert "Computational_complexity_theory" not in titles
+
+
+def test_bf16_counts_as_emulated_only_on_a_cpu_without_native_bfloat16():
+    avx2 = "processor\t: 0\nflags\t\t: fpu sse2 avx avx2 fma\nprocessor\t: 1\nflags\t\t: fpu sse2 avx avx2 fma\n"
+    sapphire = "flags\t\t: avx2 avx512f avx512_bf16 amx_bf16 amx_tile\n"
+    assert train_reader.emulated_bf16("cpu", avx2) is True
+    assert train_reader.emulated_bf16("cpu", sapphire) is False
+    assert train_reader.emulated_bf16("cpu", "model name\t: unknown\n") is False  # no flags line: unknown
+    assert train_reader.emulated_bf16("cuda:0", avx2) is False
