@@ -238,7 +238,8 @@ def emulated_bf16(device: str, cpuinfo: str | None = None) -> bool:
             cpuinfo = Path("/proc/cpuinfo").read_text(encoding="utf-8", errors="replace")
         except OSError:
             return False
-    flags = {f for line in cpuinfo.splitlines() if line.startswith("flags") for f in line.split(":", 1)[1].split()}
+    flags = {f for line in cpuinfo.splitlines()
+             if line.startswith("flags") and ":" in line for f in line.split(":", 1)[1].split()}
     return bool(flags) and not flags & {"avx512_bf16", "amx_bf16"}
 
 
