@@ -239,14 +239,16 @@ train-verifier-realdocs: verifier-docs-data
 
 # the next step on real documents (training/HISTORY.md): run 9's recipe on the candidates of the reader
 # CHAIN_READER (make train-reader-realdocs writes it) instead of the shipped one's; writes
-# .spanqa/training/verifier10-out. To judge the pair end to end, copy both into models/ and run make calibrate.
+# .spanqa/training/verifier10-out (CHAIN_VERIFIER=DIR: DIR and DIR-out). To judge the pair end to end, copy both
+# into models/ and run make calibrate.
 CHAIN_READER ?= .spanqa/training/reader13-out
+CHAIN_VERIFIER ?= .spanqa/training/verifier10
 train-verifier-chain: verifier-docs-data
 	$(BIN)/python training/train_verifier.py --init models/spanqa-verifier-minilm-l6 --reader $(CHAIN_READER) \
 		--lr 3e-5 --minutes 20 --v1-questions 2000 --constructed 1000 \
 		--structured .spanqa/training/structured-train-docs.json --structured-repeat 3 \
 		--structured-heldout .spanqa/training/structured-heldout-docs.json \
-		--eval-every 6000 --work .spanqa/training/verifier10 --out .spanqa/training/verifier10-out
+		--eval-every 6000 --work $(CHAIN_VERIFIER) --out $(CHAIN_VERIFIER)-out
 
 # the held-out articles as one SQuAD file — the held-out training articles (1,731 questions; HELDOUT_QUESTIONS=N: a
 # stratified N of them) and the 6 held-out squad2-more articles (2,032, adversarial unanswerable; MORE_QUESTIONS=N)
