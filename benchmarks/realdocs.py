@@ -43,6 +43,8 @@ def main(argv=None) -> int:
     p.add_argument("--set", default=str(SET), help="a document set of the same layout (default: the development set; "
                                                    "training/realdocs is the real-document calibration set)")
     p.add_argument("--kinds", nargs="+", default=["pdf", "html", "text"])
+    p.add_argument("--split", choices=("train", "heldout"), help="only that side of the calibration set's document "
+                   "split (docsets.split_of), asked as one corpus of those documents")
     p.add_argument("--json", action="store_true")
     p.add_argument("--rows", help="also write every question's row, the confidence's signals included, to this JSON "
                                   "Lines file")
@@ -50,11 +52,11 @@ def main(argv=None) -> int:
     from components.evaluation.docsets import LOST, ask_docset, docset_runner, load_docset
 
     try:
-        questions, files = load_docset(Path(args.set), args.kinds)
+        questions, files = load_docset(Path(args.set), args.kinds, args.split)
     except FileNotFoundError as exc:
         raise SystemExit(f"realdocs: {exc}. Give --set a folder of that layout (benchmarks/realdocs, "
                          f"training/realdocs).") from None
-    report = {"load_average_before": os.getloadavg(), "questions": len(questions)}
+    report = {"load_average_before": os.getloadavg(), "questions": len(questions), "split": args.split}
     with docset_runner(Path(args.pipeline), files) as runner:
         rows = ask_docset(runner, questions, echo=True)
     tally = AnswerTally()

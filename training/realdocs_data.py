@@ -16,7 +16,6 @@ and ``--split heldout`` (the rest, for the training curve and the judges). The d
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import re
 import sys
@@ -25,15 +24,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from components.evaluation.docsets import document_text, load_docset  # noqa: E402
+from components.evaluation.docsets import document_text, load_docset, split_of  # noqa: E402
 
 SET = ROOT / "training" / "realdocs"
 WORD = re.compile(r"[a-z0-9]{3,}")
-
-
-def split_of(name: str, heldout_share: float = 1 / 3) -> str:
-    """``heldout`` or ``train`` for a document, from the SHA-256 of its file name."""
-    return "heldout" if int(hashlib.sha256(name.encode()).hexdigest()[:8], 16) / 0xFFFFFFFF < heldout_share else "train"
 
 
 def blocks_of(text: str, block_chars: int) -> list[tuple[int, str]]:

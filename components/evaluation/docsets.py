@@ -19,6 +19,7 @@ Usage::
 
 from __future__ import annotations
 
+import hashlib
 import json
 import shutil
 import sys
@@ -33,8 +34,18 @@ KINDS = ("pdf", "html", "text")
 DOCUMENT_SUFFIXES = (".pdf", ".html", ".htm", ".md", ".txt")
 
 
-def load_docset(folder: Path, kinds: list[str] | tuple[str, ...] = KINDS) -> tuple[list[dict], list[Path]]:
-    """The questions (each with its ``kind``) and the document files of ``kinds`` under ``folder``."""
+def split_of(name: str, heldout_share: float = 1 / 3) -> str:
+    """``heldout`` or ``train`` for a document, from the SHA-256 of its file name — how the calibration set's
+    documents are split for training (``training/realdocs_data.py``), never a question at a time."""
+    return "heldout" if int(hashlib.sha256(name.encode()).hexdigest()[:8], 16) / 0xFFFFFFFF < heldout_share else "train"
+
+
+def load_docset(folder: Path, kinds: list[str] | tuple[str, ...] = KINDS,
+                split: str | None = None) -> tuple[list[dict], list[Path]]:
+    """The questions (each with its ``kind``) and the document files of ``kinds`` under ``folder``; with ``split``
+    (``train`` or ``heldout``), only the documents of that side of ``split_of`` and their questions."""
+    if split not in (None, "train", "heldout"):
+        raise ValueError(f"split must be train or heldout, not {split!r}")
     questions, files = [], []
     for kind in kinds:
         sub = folder / kind
@@ -45,6 +56,9 @@ def load_docset(folder: Path, kinds: list[str] | tuple[str, ...] = KINDS) -> tup
                       (sub / "questions.jsonl").read_text(encoding="utf-8").splitlines() if line.strip()]
         files += sorted(p for p in sub.iterdir() if p.is_file() and p.suffix.lower() in DOCUMENT_SUFFIXES
                         and p.name != "SOURCES.md" and not p.name.endswith(".extracted.txt"))
+    if split:
+        files = [p for p in files if split_of(p.name) == split]
+        questions = [q for q in questions if split_of(q["doc_id"]) == split]
     return questions, files
 
 

@@ -133,3 +133,24 @@ def test_where_a_right_answer_was_lost_is_told_from_the_result():
         == "reader_missed"
     assert lost(dict(refused_wrong, _read_last=[{"doc_id": "b.md", "text": "6432"}])) == "not_read"
     assert lost(result("6432"), q=dict(Q, answerable=False, answers=[])) is None   # nothing to find
+
+
+def test_the_split_keeps_each_document_on_one_side_and_the_first_documents_where_they_were():
+    from components.evaluation.docsets import split_of
+
+    held_q, held_files = load_docset(CALIBRATION, split="heldout")
+    train_q, train_files = load_docset(CALIBRATION, split="train")
+    all_q, all_files = load_docset(CALIBRATION)
+    assert sorted(held_files + train_files) == sorted(all_files) and len(held_q) + len(train_q) == len(all_q)
+    assert not {p.name for p in held_files} & {q["doc_id"] for q in train_q}
+    assert (len(held_files), len(held_q)) == (39, 544)
+    # the first 34 documents' sides, which every earlier judge used: these 11 held out, the other 23 trained on
+    first_held = {"boost_getting_started_unix.html", "cargo-profiles.md", "eia_lcoe_lace_methodology_2013.pdf",
+                  "etcd-security-release-process.md", "flac_faq.html", "imagemagick_resources.html", "libxslt_FAQ.html",
+                  "noaa_opennspect_data_acquisition.pdf", "pep-0602.txt", "restic-tuning-parameters.txt",
+                  "shakecast_16wcee_paper.pdf"}
+    assert first_held <= {p.name for p in held_files}
+    assert {split_of(n) for n in ("prometheus-storage.md", "femp_2024_discount_rates_memo.pdf")} == {"train"}
+    assert split_of("x", heldout_share=0.0) == "train" and split_of("x", heldout_share=1.0001) == "heldout"
+    with pytest.raises(ValueError, match="split must be train or heldout"):
+        load_docset(CALIBRATION, split="dev")
