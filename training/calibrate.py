@@ -10,7 +10,7 @@ real-document development set (``benchmarks/realdocs/``): they report.
     python run.py pipelines/extractive.yaml --eval .spanqa/training/heldout-squad2.json --no-audit \\
         --report reports/heldout-calibration
     python training/calibrate.py --squad-rows reports/heldout-calibration/per_query.jsonl --save \\
-        [--blocks-rows FILE] [--docs none|split|fit] [--docs-rows FILE]
+        [--blocks-rows FILE] [--docs none|split|fit] [--docs-side heldout|train|all] [--docs-rows FILE]
 
 The combiner (``confidence.fit``: every signal) is fitted on the choose half of all rows (the SHA-256 split by id of
 every ``--calibrate``) at the pipeline YAML's ``unanswerable_share``, its bar chosen for the target precision on
@@ -72,15 +72,22 @@ def block_rows(pipeline_path: Path, cache: Path | None) -> tuple[list[dict], obj
     return [dict(r, kind="structured") for r in rows], (runner, spec)
 
 
-def document_rows(pipeline_path: Path, cache: Path | None) -> list[dict]:
-    """The real-document calibration set's questions asked of its corpus (read from ``cache`` when it exists, else
-    asked and written there), each row of kind ``documents``."""
+def document_rows(pipeline_path: Path, cache: Path | None, side: str = "heldout") -> list[dict]:
+    """The real-document calibration set's questions of ``side`` (``heldout``: the documents ``docsets.split_of``
+    keeps out of reader and verifier training, so the fit sees the models' mistakes on text they never read;
+    ``train``; ``all``) asked of that side's corpus — read from ``cache`` when it exists (its rows of the other side
+    are left out and counted on stderr), else asked and written there —, each row of kind ``documents``."""
     from components.evaluation.docsets import ask_docset, docset_runner, load_docset
 
+    questions, files = load_docset(DOCSET, split=None if side == "all" else side)
     if cache is not None and cache.exists():
-        rows = [json.loads(line) for line in cache.read_text(encoding="utf-8").splitlines() if line.strip()]
+        ids = {q["id"] for q in questions}
+        cached = [json.loads(line) for line in cache.read_text(encoding="utf-8").splitlines() if line.strip()]
+        rows = [r for r in cached if r["id"] in ids]
+        if len(rows) < len(cached):
+            print(f"calibrate: {len(cached) - len(rows)} of {len(cached)} rows of {cache} are not on the {side} side "
+                  f"of training/realdocs and were left out", file=sys.stderr)
     else:
-        questions, files = load_docset(DOCSET)
         with docset_runner(pipeline_path, files) as runner:
             rows = ask_docset(runner, questions, echo=True)
         if cache is not None:
@@ -102,6 +109,9 @@ def main(argv=None) -> int:
                    help="the real-document calibration set (training/realdocs/): left out (default: the shipped "
                         "recipe; fitting on it was measured and not kept, training/HISTORY.md), split choose / report "
                         "by id like every kind, or all in the fit (none reported)")
+    p.add_argument("--docs-side", choices=("heldout", "train", "all"), default="heldout",
+                   help="which documents of the set (docsets.split_of): heldout (default: those no model was trained "
+                        "on), train, or all")
     p.add_argument("--more", default=str(MORE), help="the squad2-more file (which held-out rows are adversarial)")
     p.add_argument("--unanswerable-share", type=float, default=None,
                    help="fit for this share of unanswerable questions (default: the YAML's metadata.spanqa value)")
@@ -123,7 +133,8 @@ def main(argv=None) -> int:
                          if line.strip()], Path(args.more))
     blocks, (runner, spec) = block_rows(Path(args.pipeline), Path(args.blocks_rows) if args.blocks_rows else None)
     docs = [] if args.docs == "none" else document_rows(Path(args.pipeline),
-                                                        Path(args.docs_rows) if args.docs_rows else None)
+                                                        Path(args.docs_rows) if args.docs_rows else None,
+                                                        args.docs_side)
     fit_only = docs if args.docs == "fit" else []
     rows = squad + blocks + ([] if fit_only else docs)
     verifier = runner.pipeline.get_component(runner.verifier) if runner.verifier else None
@@ -138,7 +149,8 @@ def main(argv=None) -> int:
     choose = choose + fit_only
     reported = [k for k in KINDS if any(r["kind"] == k for r in report)]
     fitted_on = {"dataset": f"{squad_path.parent.name}/{squad_path.name} + structured_data calibrate split"
-                            + {"split": " + training/realdocs", "fit": " + training/realdocs (all in the fit)",
+                            + {"split": f" + training/realdocs ({args.docs_side} side)",
+                               "fit": f" + training/realdocs ({args.docs_side} side, all in the fit)",
                                "none": ""}[args.docs],
                  "kinds": {k: n for k in KINDS if (n := sum(r["kind"] == k for r in rows + fit_only))},
                  "half": "choose (seed 0)", "served_by": runner.models()}

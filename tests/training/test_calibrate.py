@@ -44,12 +44,18 @@ def test_a_saved_combiner_keeps_the_other_kind_of_the_file(tmp_path):
     assert save_calibrator(cal(0.8), "extractive", None) is None
 
 
-def test_cached_document_rows_are_read_and_kinded_without_asking_again(tmp_path, monkeypatch):
+def test_cached_document_rows_are_read_and_kinded_without_asking_again(tmp_path, monkeypatch, capsys):
     cache = tmp_path / "documents.jsonl"
-    cache.write_text(json.dumps({"id": "cpdf-01", "kind": "pdf", "answerable": True, "supported": True,
-                                 "signals": {"verifier": 0.9}, "answer_correct": True}) + "\n")
+    row = {"kind": "pdf", "answerable": True, "supported": True, "signals": {"verifier": 0.9}, "answer_correct": True}
+    # cpdf-01's document is on the train side of docsets.split_of, cpdf-11's on the held-out side
+    cache.write_text("".join(json.dumps(dict(row, id=i)) + "\n" for i in ("cpdf-01", "cpdf-11")))
     import components.evaluation.docsets as docsets
 
     monkeypatch.setattr(docsets, "docset_runner", lambda *a, **k: pytest.fail("the cache was not read"))
-    rows = calibrate.document_rows(ROOT / "pipelines" / "extractive.yaml", cache)
-    assert [(r["id"], r["kind"], r["doc_kind"]) for r in rows] == [("cpdf-01", "documents", "pdf")]
+    pipeline = ROOT / "pipelines" / "extractive.yaml"
+    rows = calibrate.document_rows(pipeline, cache)
+    assert [(r["id"], r["kind"], r["doc_kind"]) for r in rows] == [("cpdf-11", "documents", "pdf")]
+    assert "1 of 2 rows" in capsys.readouterr().err
+    assert [r["id"] for r in calibrate.document_rows(pipeline, cache, "train")] == ["cpdf-01"]
+    assert [r["id"] for r in calibrate.document_rows(pipeline, cache, "all")] == ["cpdf-01", "cpdf-11"]
+    assert capsys.readouterr().err.count("left out") == 1
