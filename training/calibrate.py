@@ -87,6 +87,9 @@ def document_rows(pipeline_path: Path, cache: Path | None, side: str = "heldout"
         if len(rows) < len(cached):
             print(f"calibrate: {len(cached) - len(rows)} of {len(cached)} rows of {cache} are not on the {side} side "
                   f"of training/realdocs and were left out", file=sys.stderr)
+        if missing := len(ids - {r["id"] for r in rows}):
+            print(f"calibrate: {cache} holds no row for {missing} of the {len(ids)} questions of the {side} side; "
+                  f"delete it to ask them all again", file=sys.stderr)
     else:
         with docset_runner(pipeline_path, files) as runner:
             rows = ask_docset(runner, questions, echo=True)
