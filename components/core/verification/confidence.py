@@ -17,7 +17,8 @@ Signals (``SIGNALS``, all numbers, computed by ``answer_signals`` for every veri
 - ``answer_in_question`` — share of the answer's terms that the question already uses (an answer that only
   repeats the question says nothing);
 - ``asks_type`` / ``typed`` — the question asks for a typed value (``short_answer.wanted``), and the answer is
-  such a value (a short answer was found);
+  such a value (the sentence reader's short answer was found; the trained reader never sets it, so its weight in
+  the shipped fit is 0 — recomputed for that reader from spaCy's entities it was screened and not kept, HISTORY);
 - ``level`` — widening level (0 window, 1 paragraph, 2 passage);
 - ``agreement`` — share of the other windows read whose text also contains the answer;
 - ``answer_words`` — log(1 + words of the answer); ``evidence_coverage`` — share of the answer's terms in its
