@@ -18,7 +18,7 @@ Signals (``SIGNALS``, all numbers, computed by ``answer_signals`` for every veri
   repeats the question says nothing);
 - ``asks_type`` / ``typed`` — the question asks for a typed value (``short_answer.wanted``), and the answer is
   such a value (the sentence reader's short answer was found; the trained reader never sets it, so its weight in
-  the shipped fit is 0 — recomputed for that reader from spaCy's entities it was screened and not kept, HISTORY);
+  the shipped fit is 0; recomputing it from spaCy's entities was screened and not kept, training/HISTORY.md);
 - ``level`` — widening level (0 window, 1 paragraph, 2 passage);
 - ``agreement`` — share of the other windows read whose text also contains the answer;
 - ``answer_words`` — log(1 + words of the answer); ``evidence_coverage`` — share of the answer's terms in its
