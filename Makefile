@@ -16,7 +16,7 @@ PIPELINE   ?= pipelines/extractive.yaml
 SERVE_ARGS ?=
 
 .PHONY: setup demo test check train train-more train-stage3 train-stage4 train-stage5 train-stage5-plain train-stage6 train-stage7 \
-	train-stage8 average-stages train-adversarial train-structured train-reader-realdocs train-reader-realdocs2 average-previous train-verifier train-verifier-structured train-verifier-constructed train-verifier-tables train-verifier-definitions train-verifier-realdocs verifier-docs-data train-verifier-chain heldout calibrate bench serve bench-serve eval targets clean
+	train-stage8 average-stages train-adversarial train-structured train-reader-realdocs train-reader-realdocs2 train-reader-long average-previous train-verifier train-verifier-structured train-verifier-constructed train-verifier-tables train-verifier-definitions train-verifier-realdocs verifier-docs-data train-verifier-chain heldout calibrate bench serve bench-serve eval targets clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -156,6 +156,20 @@ train-reader-realdocs2: setup
 		--structured-repeat 3 --more $(MORE) --more-heldout 6 \
 		--v1-questions 8000 --stream-seed 29 --minutes 40 --lr 3e-5 --hard-negatives --negated-repeat 3 \
 		--eval-every 6000 --eval-questions 300 --out .spanqa/training/reader14-out --work .spanqa/training/reader14 $(RESUME)
+
+# run 14's recipe over a 120-minute budget (3 times its 40); PAUSE=MINUTES trains that long and stops at a checkpoint
+# without exporting (a sitting shorter than the budget), RESUME=--resume goes on; writes .spanqa/training/reader16-out
+# (outside git; training/HISTORY.md, run 16)
+PAUSE ?=
+train-reader-long: setup
+	$(BIN)/python training/definition_lists.py --split train --out .spanqa/training/structured-train-defs.json
+	$(BIN)/python training/realdocs_data.py --split train --out .spanqa/training/realdocs-train.json
+	$(BIN)/python training/train_reader.py --init models/spanqa-reader-minilm-l6 --distil models/spanqa-reader-minilm-l6 \
+		--structured .spanqa/training/structured-train-defs.json --structured .spanqa/training/realdocs-train.json \
+		--structured-repeat 3 --more $(MORE) --more-heldout 6 \
+		--v1-questions 8000 --stream-seed 29 --minutes 120 $(if $(PAUSE),--pause-after $(PAUSE)) --lr 3e-5 --hard-negatives \
+		--negated-repeat 3 --eval-every 6000 --eval-questions 300 --out .spanqa/training/reader16-out \
+		--work .spanqa/training/reader16 $(RESUME)
 
 # the shipped reader: the 1:1 mean of the reader shipped at PREVIOUS_COMMIT and its continuation CONTINUATION (make
 # train-structured); the step before it was PREVIOUS_COMMIT=dfa8e54 CONTINUATION=.spanqa/training/reader11-out (make

@@ -6,6 +6,7 @@ One seeded, resumable command, CPU or GPU:
     python training/train_reader.py --minutes 80                 # a time budget: the schedule fits it
     python training/train_reader.py --examples 30000             # or an example budget
     python training/train_reader.py --minutes 80 --resume        # go on from the last checkpoint
+    python training/train_reader.py --minutes 150 --pause-after 90   # 90 minutes now, the rest with --resume
 
 Progress is a tqdm bar (examples, loss, examples/s). Every ``--eval-every`` examples the model is scored on
 questions of the held-out training articles (paragraph contexts, SQuAD 2.0 rules: EM/F1, HasAns F1) — the
@@ -105,6 +106,9 @@ def parse_args(argv=None):
                         "1.4-1.6x a forward and backward pass, 1.2x a short run on an AVX-512-BF16 CPU; about 18x slower "
                         "than float32 on an AVX2-only CPU, where it is emulated (measured; the run warns)")
     p.add_argument("--resume", action="store_true", help="continue from <work>/checkpoint.pt")
+    p.add_argument("--pause-after", type=float, default=None, metavar="MINUTES",
+                   help="stop this invocation after MINUTES of its own wall time, at a checkpoint and without "
+                        "exporting: a --minutes budget longer than one sitting, gone on with --resume later")
     p.add_argument("--tiny", type=int, default=None, help="train on only the first N training questions (tests)")
     p.add_argument("--no-progress", action="store_true")
     args = p.parse_args(argv)
@@ -402,6 +406,16 @@ def main(argv=None) -> int:
                 fh.write(json.dumps(point) + "\n")
             tqdm.write(json.dumps(point), file=sys.stderr)
             checkpoint()
+        if args.pause_after is not None and time.time() - t0 >= args.pause_after * 60 and progress() < 1.0:
+            checkpoint()  # at a buffer's end: the stream position and the schedule's time resume exactly
+            bar.close()
+            done = (started + time.time() - t0) / 60
+            print(f"train_reader: paused after {args.pause_after:g} minutes ({state['seen']:,} examples, "
+                  f"{done:.1f} of the budget's minutes used; checkpoint {ckpt}). Nothing was exported: go on with "
+                  "the same command and --resume.", file=sys.stderr)
+            print(json.dumps({"paused": True, "examples_seen": state["seen"], "minutes_used": round(done, 1),
+                              "checkpoint": str(ckpt)}))
+            return 0
     bar.close()
     final = evaluate(model, tokenizer, eval_qs, args.max_seq_length)
     state["curve"].append({"examples": state["seen"], "loss": round(loss_ema or math.nan, 4),

@@ -117,6 +117,21 @@ def test_a_tiny_run_lowers_its_loss_resumes_and_exports(tmp_path):
         train_reader.main(["--examples", "16", "--init", str(out), "--distil", str(other), *stage2])
 
 
+def test_a_paused_run_checkpoints_without_exporting_and_resumes_where_it_stopped(tmp_path, capsys):
+    out, work = tmp_path / "model", tmp_path / "work"
+    common = ["--examples", "160", "--tiny", "12", "--eval-questions", "4", "--eval-every", "10000", "--batch-size",
+              "4", "--out", str(out), "--work", str(work), "--no-progress", "--threads", "2"]
+    assert train_reader.main(["--pause-after", "0", *common]) == 0  # a budget of 0 minutes: one buffer, then pause
+    printed = capsys.readouterr()
+    paused = json.loads(printed.out.strip().splitlines()[-1])
+    assert paused["paused"] is True and 0 < paused["examples_seen"] < 160, paused
+    assert (work / "checkpoint.pt").exists() and not (out / "model.safetensors").exists()
+    assert "Nothing was exported: go on with the same command and --resume." in printed.err
+    assert train_reader.main(["--resume", *common]) == 0
+    info = json.loads((out / "training.json").read_text())
+    assert info["examples_seen"] >= 160 and info["stream_consumed"] > paused["examples_seen"]
+
+
 def test_stratified_sample_keeps_each_article_and_the_unanswerable_share():
     qs = [reader_data.Question(f"{a}{i}", "q?", "c", () if i % 4 == 0 else ((0, "c"),), (), a, 0)
           for a in ("A", "B") for i in range(100)]
