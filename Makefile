@@ -16,7 +16,8 @@ PIPELINE   ?= pipelines/extractive.yaml
 SERVE_ARGS ?=
 
 .PHONY: setup demo test check train train-more train-stage3 train-stage4 train-stage5 train-stage5-plain train-stage6 train-stage7 \
-	train-stage8 average-stages train-adversarial train-structured train-reader-realdocs train-reader-realdocs2 train-reader-long average-previous train-verifier train-verifier-structured train-verifier-constructed train-verifier-tables train-verifier-definitions train-verifier-realdocs verifier-docs-data train-verifier-chain heldout calibrate bench serve bench-serve eval targets clean
+	train-stage8 average-stages train-adversarial train-structured train-reader-realdocs train-reader-realdocs2 train-reader-long realdocs-reader-data \
+	average-previous train-verifier train-verifier-structured train-verifier-constructed train-verifier-tables train-verifier-definitions train-verifier-realdocs verifier-docs-data train-verifier-chain heldout calibrate bench serve bench-serve eval targets clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -146,29 +147,26 @@ train-reader-realdocs: setup
 		--eval-every 6000 --eval-questions 300 --out .spanqa/training/reader13-out --work .spanqa/training/reader13 $(RESUME)
 
 # the reader on the grown real-document calibration set: reader13-out's recipe with the set's 78 training documents
-# (1,067 questions, 719 answerable; reader13 read 258) 3 times a pass instead of 6; measured, not shipped;
-# writes .spanqa/training/reader14-out (outside git; training/HISTORY.md, run 14)
-train-reader-realdocs2: setup
+# (1,067 questions, 719 answerable; reader13 read 258) 3 times a pass instead of 6, as one command both runs share
+REALDOCS_READER = $(BIN)/python training/train_reader.py --init models/spanqa-reader-minilm-l6 \
+	--distil models/spanqa-reader-minilm-l6 --structured .spanqa/training/structured-train-defs.json \
+	--structured .spanqa/training/realdocs-train.json --structured-repeat 3 --more $(MORE) --more-heldout 6 \
+	--v1-questions 8000 --stream-seed 29 --lr 3e-5 --hard-negatives --negated-repeat 3 --eval-every 6000 \
+	--eval-questions 300
+realdocs-reader-data: setup
 	$(BIN)/python training/definition_lists.py --split train --out .spanqa/training/structured-train-defs.json
 	$(BIN)/python training/realdocs_data.py --split train --out .spanqa/training/realdocs-train.json
-	$(BIN)/python training/train_reader.py --init models/spanqa-reader-minilm-l6 --distil models/spanqa-reader-minilm-l6 \
-		--structured .spanqa/training/structured-train-defs.json --structured .spanqa/training/realdocs-train.json \
-		--structured-repeat 3 --more $(MORE) --more-heldout 6 \
-		--v1-questions 8000 --stream-seed 29 --minutes 40 --lr 3e-5 --hard-negatives --negated-repeat 3 \
-		--eval-every 6000 --eval-questions 300 --out .spanqa/training/reader14-out --work .spanqa/training/reader14 $(RESUME)
 
-# run 14's recipe over a 120-minute budget (3 times its 40); PAUSE=MINUTES trains that long and stops at a checkpoint
-# without exporting (a sitting shorter than the budget), RESUME=--resume goes on; writes .spanqa/training/reader16-out
-# (outside git; training/HISTORY.md, run 16)
+# 40 minutes; measured, not shipped; writes .spanqa/training/reader14-out (outside git; training/HISTORY.md, run 14)
+train-reader-realdocs2: realdocs-reader-data
+	$(REALDOCS_READER) --minutes 40 --out .spanqa/training/reader14-out --work .spanqa/training/reader14 $(RESUME)
+
+# the same over 120 minutes (3 times run 14's); PAUSE=MINUTES trains that long and stops at a checkpoint without
+# exporting (a sitting shorter than the budget), RESUME=--resume goes on; measured, not shipped; writes
+# .spanqa/training/reader16-out (outside git; training/HISTORY.md, run 16)
 PAUSE ?=
-train-reader-long: setup
-	$(BIN)/python training/definition_lists.py --split train --out .spanqa/training/structured-train-defs.json
-	$(BIN)/python training/realdocs_data.py --split train --out .spanqa/training/realdocs-train.json
-	$(BIN)/python training/train_reader.py --init models/spanqa-reader-minilm-l6 --distil models/spanqa-reader-minilm-l6 \
-		--structured .spanqa/training/structured-train-defs.json --structured .spanqa/training/realdocs-train.json \
-		--structured-repeat 3 --more $(MORE) --more-heldout 6 \
-		--v1-questions 8000 --stream-seed 29 --minutes 120 $(if $(PAUSE),--pause-after $(PAUSE)) --lr 3e-5 --hard-negatives \
-		--negated-repeat 3 --eval-every 6000 --eval-questions 300 --out .spanqa/training/reader16-out \
+train-reader-long: realdocs-reader-data
+	$(REALDOCS_READER) --minutes 120 $(if $(PAUSE),--pause-after $(PAUSE)) --out .spanqa/training/reader16-out \
 		--work .spanqa/training/reader16 $(RESUME)
 
 # the shipped reader: the 1:1 mean of the reader shipped at PREVIOUS_COMMIT and its continuation CONTINUATION (make
