@@ -170,7 +170,7 @@ train-reader-long: realdocs-reader-data
 		--work .spanqa/training/reader16 $(RESUME)
 
 # run 16's recipe with answerable negated questions read twice as often (--negated-repeat 6), in bfloat16 (1.37x on
-# a CPU with AMX or AVX-512 BF16), 65 minutes; measured, not shipped unless its chain passes; writes
+# a CPU with AMX or AVX-512 BF16), 65 minutes; measured, not shipped (its 1:1 mean's chain failed); writes
 # .spanqa/training/reader17-out (outside git; training/HISTORY.md, run 17). The flags after REALDOCS_READER override
 # its own (argparse keeps the last)
 train-reader-negated: realdocs-reader-data
