@@ -151,8 +151,12 @@ train-reader-realdocs: setup
 REALDOCS_READER = $(BIN)/python training/train_reader.py --init models/spanqa-reader-minilm-l6 \
 	--distil models/spanqa-reader-minilm-l6 --structured .spanqa/training/structured-train-defs.json \
 	--structured .spanqa/training/realdocs-train.json --structured-repeat 3 --more $(MORE) --more-heldout 6 \
-	--v1-questions 8000 --stream-seed 29 --lr 3e-5 --hard-negatives --negated-repeat 3 --eval-every 6000 \
-	--eval-questions 300
+	--v1-questions 8000 --stream-seed $(READER_SEED) --lr 3e-5 --hard-negatives --negated-repeat $(NEGATED_REPEAT) \
+	--eval-every 6000 --eval-questions 300 $(READER_BF16)
+# what a run sets for itself (target-specific variables below)
+READER_SEED = 29
+NEGATED_REPEAT = 3
+READER_BF16 =
 realdocs-reader-data: setup
 	$(BIN)/python training/definition_lists.py --split train --out .spanqa/training/structured-train-defs.json
 	$(BIN)/python training/realdocs_data.py --split train --out .spanqa/training/realdocs-train.json
@@ -171,10 +175,12 @@ train-reader-long: realdocs-reader-data
 
 # run 16's recipe with answerable negated questions read twice as often (--negated-repeat 6), in bfloat16 (1.37x on
 # a CPU with AMX or AVX-512 BF16), 65 minutes; measured, not shipped (its 1:1 mean's chain failed); writes
-# .spanqa/training/reader17-out (outside git; training/HISTORY.md, run 17). The flags after REALDOCS_READER override
-# its own (argparse keeps the last)
+# .spanqa/training/reader17-out (outside git; training/HISTORY.md, run 17)
+train-reader-negated: READER_SEED = 31
+train-reader-negated: NEGATED_REPEAT = 6
+train-reader-negated: READER_BF16 = --bf16
 train-reader-negated: realdocs-reader-data
-	$(REALDOCS_READER) --negated-repeat 6 --bf16 --stream-seed 31 --minutes 65 --out .spanqa/training/reader17-out \
+	$(REALDOCS_READER) --minutes 65 --out .spanqa/training/reader17-out \
 		--work .spanqa/training/reader17 $(RESUME)
 
 # the shipped reader: the 1:1 mean of the reader shipped at PREVIOUS_COMMIT and its continuation CONTINUATION (make
