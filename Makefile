@@ -176,9 +176,9 @@ train-reader-long: realdocs-reader-data
 # run 16's recipe with answerable negated questions read twice as often (--negated-repeat 6), in bfloat16 (1.37x on
 # a CPU with AMX or AVX-512 BF16), 65 minutes; measured, not shipped (its 1:1 mean's chain failed); writes
 # .spanqa/training/reader17-out (outside git; training/HISTORY.md, run 17)
+train-reader-negated train-reader-replicate: NEGATED_REPEAT = 6
+train-reader-negated train-reader-replicate: READER_BF16 = --bf16
 train-reader-negated: READER_SEED = 31
-train-reader-negated: NEGATED_REPEAT = 6
-train-reader-negated: READER_BF16 = --bf16
 train-reader-negated: realdocs-reader-data
 	$(REALDOCS_READER) --minutes 65 --out .spanqa/training/reader17-out \
 		--work .spanqa/training/reader17 $(RESUME)
@@ -188,8 +188,6 @@ train-reader-negated: realdocs-reader-data
 # answers on the 713 real-document questions against 27; run 18, training/HISTORY.md); writes
 # .spanqa/training/reader18-out (outside git)
 train-reader-replicate: READER_SEED = 37
-train-reader-replicate: NEGATED_REPEAT = 6
-train-reader-replicate: READER_BF16 = --bf16
 train-reader-replicate: realdocs-reader-data
 	$(REALDOCS_READER) --examples 47600 --out .spanqa/training/reader18-out \
 		--work .spanqa/training/reader18 $(RESUME)
