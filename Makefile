@@ -16,7 +16,7 @@ PIPELINE   ?= pipelines/extractive.yaml
 SERVE_ARGS ?=
 
 .PHONY: setup demo test check train train-more train-stage3 train-stage4 train-stage5 train-stage5-plain train-stage6 train-stage7 \
-	train-stage8 average-stages train-adversarial train-structured train-reader-realdocs train-reader-realdocs2 train-reader-long train-reader-negated train-reader-replicate realdocs-reader-data \
+	train-stage8 average-stages train-adversarial train-structured train-reader-realdocs train-reader-realdocs2 train-reader-long train-reader-negated train-reader-replicate average-seeds realdocs-reader-data \
 	average-previous train-verifier train-verifier-structured train-verifier-constructed train-verifier-tables train-verifier-definitions train-verifier-realdocs verifier-docs-data train-verifier-chain heldout calibrate bench serve bench-serve eval targets clean
 
 $(BIN)/python:
@@ -191,6 +191,16 @@ train-reader-replicate: READER_SEED = 37
 train-reader-replicate: realdocs-reader-data
 	$(REALDOCS_READER) --examples 47600 --out .spanqa/training/reader18-out \
 		--work .spanqa/training/reader18 $(RESUME)
+
+# the two seeds' soup (run 19): the shipped reader 1/2 and runs 17 and 18 (make train-reader-negated,
+# train-reader-replicate) 1/4 each; the two chain verifiers (make train-verifier-chain CHAIN_READER=<each run's 1:1
+# mean>) 1/2 each. Seconds, no training; measured, not shipped (training/HISTORY.md, run 19); writes
+# .spanqa/training/reader19-soup and verifier19-soup (outside git)
+average-seeds: setup
+	$(BIN)/python training/average.py models/spanqa-reader-minilm-l6:2 .spanqa/training/reader17-out:1 \
+		.spanqa/training/reader18-out:1 --out .spanqa/training/reader19-soup
+	$(BIN)/python training/average.py .spanqa/training/verifier17-out .spanqa/training/verifier18-out \
+		--out .spanqa/training/verifier19-soup
 
 # the shipped reader: the 1:1 mean of the reader shipped at PREVIOUS_COMMIT and its continuation CONTINUATION (make
 # train-structured); the step before it was PREVIOUS_COMMIT=dfa8e54 CONTINUATION=.spanqa/training/reader11-out (make

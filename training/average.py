@@ -1,14 +1,16 @@
-"""Average the weights of readers fine-tuned from one lineage (a "model soup", Wortsman et al. 2022): the mean of
-two stages of the same run often reads better than either, at no training cost. The inputs must share the
-architecture (same parameter names and shapes); the mean is taken in fp32 and saved in the first input's dtype
-(fp16 for spanqa's shipped reader), with its tokenizer and config, and a ``training.json`` that names each input
-(path, weight, SHA-256 of its weights, its own training command) and keeps the last input's record as
-``previous_stage`` — so ``benchmarks/reader_squad.py`` still prints the learning curve that led here.
+"""Average the weights of readers, or of verifiers, fine-tuned from one start (a "model soup", Wortsman et al.
+2022): the mean of two stages of the same run, or of two runs from two seeds, often reads better than either, at no
+training cost. The inputs must share the architecture (same parameter names and shapes); the mean is taken in fp32
+and saved in the first input's dtype (fp16 for spanqa's shipped reader), with its tokenizer and config, and a
+``training.json`` that names each input (path, weight, SHA-256 of its weights, its own training command) and keeps
+the last input's record as ``previous_stage`` — so ``benchmarks/reader_squad.py`` still prints the learning curve
+that led here.
 
     python training/average.py --out .spanqa/training/average-out OLD_STAGE_DIR NEW_STAGE_DIR
     python training/average.py --out DIR A_DIR:1 B_DIR:2        # weights 1/3 and 2/3
+    make average-seeds                                           # two seeds' readers and verifiers (run 19)
 
-Which average ships is chosen like any stage: on held-out training articles (training/README.md).
+Which average ships is chosen like any stage: on held-out data, by criteria written before (training/README.md).
 """
 
 from __future__ import annotations
@@ -57,7 +59,7 @@ def average_state_dicts(dicts: list[dict], weights: list[float]) -> dict:
         if set(d) != names:
             missing = sorted(names ^ set(d))[:3]
             raise AverageError(f"training/average.py: input {i} has other parameters than input 1 (e.g. {missing}): "
-                               "only readers of the same architecture (one lineage of training) can be averaged.")
+                               "only models of the same architecture (one lineage of training) can be averaged.")
         for name in names:
             if d[name].shape != dicts[0][name].shape:
                 raise AverageError(f"training/average.py: parameter {name} is {tuple(d[name].shape)} in input {i} "
@@ -78,14 +80,14 @@ def average(inputs: list[tuple[Path, float]], out: Path, command: str) -> dict:
 
     for path, _ in inputs:
         if not (path / WEIGHTS).exists():
-            raise AverageError(f"training/average.py: {path} has no {WEIGHTS}; give reader directories "
-                               "(an --out of training/train_reader.py, or models/spanqa-reader-minilm-l6).")
+            raise AverageError(f"training/average.py: {path} has no {WEIGHTS}; give model directories "
+                               "(an --out of training/train_reader.py or train_verifier.py, or one under models/).")
     configs = [architecture(json.loads((path / "config.json").read_text(encoding="utf-8")))
                if (path / "config.json").exists() else None for path, _ in inputs]
     for (path, _), config in zip(inputs[1:], configs[1:]):
         if config != configs[0]:
             raise AverageError(f"training/average.py: {path}/config.json differs from {inputs[0][0]}/config.json: "
-                               "only readers of one architecture and vocabulary can be averaged.")
+                               "only models of one architecture and vocabulary can be averaged.")
     dicts = [load_file(str(path / WEIGHTS)) for path, _ in inputs]
     mean = average_state_dicts(dicts, [w for _, w in inputs])
     out.mkdir(parents=True, exist_ok=True)
@@ -108,9 +110,9 @@ def average(inputs: list[tuple[Path, float]], out: Path, command: str) -> dict:
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawTextHelpFormatter)
-    p.add_argument("inputs", nargs="+", help="reader directories, DIR or DIR:WEIGHT (the last one's record is "
-                                             "kept as previous_stage)")
-    p.add_argument("--out", required=True, help="directory to write the averaged reader to")
+    p.add_argument("inputs", nargs="+", help="reader or verifier directories, DIR or DIR:WEIGHT (the last one's "
+                                             "record is kept as previous_stage)")
+    p.add_argument("--out", required=True, help="directory to write the averaged model to")
     args = p.parse_args(argv)
     try:
         inputs = [parse_input(text) for text in args.inputs]

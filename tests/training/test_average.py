@@ -85,6 +85,7 @@ def test_a_directory_without_weights_is_a_one_line_error(tmp_path, capsys):
     assert average.main(["--out", str(tmp_path / "out"), str(good), str(tmp_path / "missing")]) == 2
     err = capsys.readouterr().err
     assert "missing has no model.safetensors" in err and "Traceback" not in err
+    assert "train_reader.py or train_verifier.py" in err  # readers and verifiers alike
     assert not (tmp_path / "out").exists()
 
 
