@@ -154,3 +154,22 @@ def ask_docset(runner, questions: list[dict], echo: bool = False) -> list[dict]:
             mark = "right" if row["right"] else ("WRONG" if row["answer"] is not None else "-")
             print(f"{q['id']:10s} {mark:5s} {str(row['answer'])[:60]!r}", file=sys.stderr)
     return rows
+
+
+def ranked_answers(rows: list[dict]) -> list[tuple[float, bool]]:
+    """The answers some confidence bar would show, most confident first, as ``(confidence, right)``: each
+    question's verified answer, shown or held back by the bar. An answer the verifier refused is not among them (no
+    bar shows it). Right as ``docset_row`` says: the shown span is right, or the held-back answer lies in the gold
+    document and holds a gold answer."""
+    out = [(r["confidence"], bool(r["right"] if r["answer"] is not None else r["answer_correct"]))
+           for r in rows if r.get("supported") and r.get("confidence") is not None]
+    return sorted(out, key=lambda a: -a[0])
+
+
+def at_count(rows: list[dict], n: int) -> dict:
+    """Right and wrong among the ``n`` most confident answers of ``rows`` (``ranked_answers``), and their
+    precision: two pipelines compared at the same number of answers shown, whatever bar each was fitted to."""
+    top = ranked_answers(rows)[:n]
+    right = sum(ok for _, ok in top)
+    return {"shown": len(top), "right": right, "wrong": len(top) - right,
+            "precision": round(right / len(top), 3) if top else None}

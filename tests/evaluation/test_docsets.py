@@ -154,3 +154,47 @@ def test_the_split_keeps_each_document_on_one_side_and_the_first_documents_where
     assert split_of("x", heldout_share=0.0) == "train" and split_of("x", heldout_share=1.0001) == "heldout"
     with pytest.raises(ValueError, match="split must be train or heldout"):
         load_docset(CALIBRATION, split="dev")
+
+
+def _row(confidence, answer, right, supported=True, answer_correct=None):
+    return {"confidence": confidence, "answer": answer, "right": right, "supported": supported,
+            "answer_correct": right if answer_correct is None else answer_correct}
+
+
+def test_answers_are_ranked_by_confidence_shown_or_held_back_and_counted_at_n():
+    from components.evaluation.docsets import at_count, ranked_answers
+
+    rows = [_row(0.95, "a", True), _row(0.70, None, False, answer_correct=True),  # held back by the bar, right
+            _row(0.90, "b", False), _row(0.99, None, False, supported=False),  # refused: no bar shows it
+            _row(0.60, None, False), _row(None, None, False)]
+    assert ranked_answers(rows) == [(0.95, True), (0.90, False), (0.70, True), (0.60, False)]
+    assert at_count(rows, 2) == {"shown": 2, "right": 1, "wrong": 1, "precision": 0.5}
+    assert at_count(rows, 3) == {"shown": 3, "right": 2, "wrong": 1, "precision": 0.667}
+    assert at_count(rows, 9) == {"shown": 4, "right": 2, "wrong": 2, "precision": 0.5}
+    assert at_count([], 5) == {"shown": 0, "right": 0, "wrong": 0, "precision": None}
+
+
+def test_the_ranking_benchmark_compares_pipelines_at_each_ones_count_shown(tmp_path):
+    import json
+
+    def write(name, rows):
+        (tmp_path / name).write_text("".join(json.dumps(r) + "\n" for r in rows))
+        return str(tmp_path / name)
+
+    # a: shows 2 (one wrong), holds back a right one; b: shows 1, its second most confident answer is wrong
+    a = write("a.jsonl", [_row(0.9, "x", True), _row(0.8, "y", False), _row(0.7, None, False, answer_correct=True)])
+    b1 = write("b1.jsonl", [_row(0.95, "x", True)])
+    b2 = write("b2.jsonl", [_row(0.5, None, False), _row(0.4, None, False, answer_correct=True)])
+    script = [sys.executable, str(ROOT / "benchmarks" / "realdocs_ranking.py")]
+    done = subprocess.run([*script, f"a={a}", f"b={b1},{b2}", "--json"], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    assert report["shown"] == {"a": 2, "b": 1}
+    assert report["at"]["1"] == {"a": {"shown": 1, "right": 1, "wrong": 0, "precision": 1.0},
+                                 "b": {"shown": 1, "right": 1, "wrong": 0, "precision": 1.0}}
+    assert report["at"]["2"]["a"]["wrong"] == 1 and report["at"]["2"]["b"]["wrong"] == 1
+    bad = subprocess.run([*script, "a=" + str(tmp_path / "none.jsonl")], capture_output=True, text=True, timeout=60)
+    assert bad.returncode == 2 and "Traceback" not in bad.stderr
+    assert "none.jsonl (of 'a') cannot be read as JSON Lines" in bad.stderr
+    unnamed = subprocess.run([*script, a], capture_output=True, text=True, timeout=60)
+    assert unnamed.returncode == 2 and "is not NAME=ROWS.jsonl" in unnamed.stderr
