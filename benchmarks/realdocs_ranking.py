@@ -57,8 +57,9 @@ def main(argv=None) -> int:
                                                      "input's own count shown)")
     p.add_argument("--json", action="store_true")
     args = p.parse_args(argv)
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-    from components.evaluation.docsets import at_count
+    if args.at and min(args.at) < 1:
+        p.error(f"--at takes numbers of answers of 1 or more, not {min(args.at)}")
+    from components.evaluation.docsets import at_count  # _common put the repository on sys.path
 
     try:
         inputs = load_inputs(args.inputs)

@@ -169,6 +169,8 @@ def ranked_answers(rows: list[dict]) -> list[tuple[float, bool]]:
 def at_count(rows: list[dict], n: int) -> dict:
     """Right and wrong among the ``n`` most confident answers of ``rows`` (``ranked_answers``), and their
     precision: two pipelines compared at the same number of answers shown, whatever bar each was fitted to."""
+    if n < 0:
+        raise ValueError(f"at_count: n is a number of answers, 0 or more, not {n}")
     top = ranked_answers(rows)[:n]
     right = sum(ok for _, ok in top)
     return {"shown": len(top), "right": right, "wrong": len(top) - right,

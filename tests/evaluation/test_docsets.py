@@ -172,6 +172,8 @@ def test_answers_are_ranked_by_confidence_shown_or_held_back_and_counted_at_n():
     assert at_count(rows, 3) == {"shown": 3, "right": 2, "wrong": 1, "precision": 0.667}
     assert at_count(rows, 9) == {"shown": 4, "right": 2, "wrong": 2, "precision": 0.5}
     assert at_count([], 5) == {"shown": 0, "right": 0, "wrong": 0, "precision": None}
+    with pytest.raises(ValueError, match="0 or more, not -1"):
+        at_count(rows, -1)  # never a slice from the end
 
 
 def test_the_ranking_benchmark_compares_pipelines_at_each_ones_count_shown(tmp_path):
@@ -198,3 +200,5 @@ def test_the_ranking_benchmark_compares_pipelines_at_each_ones_count_shown(tmp_p
     assert "none.jsonl (of 'a') cannot be read as JSON Lines" in bad.stderr
     unnamed = subprocess.run([*script, a], capture_output=True, text=True, timeout=60)
     assert unnamed.returncode == 2 and "is not NAME=ROWS.jsonl" in unnamed.stderr
+    zero = subprocess.run([*script, f"a={a}", "--at", "0"], capture_output=True, text=True, timeout=60)
+    assert zero.returncode == 2 and "--at takes numbers of answers of 1 or more, not 0" in zero.stderr
