@@ -1,6 +1,7 @@
 """Two or more pipelines' real-document answers compared at the same number of answers shown, from the rows
 ``benchmarks/realdocs.py --rows`` wrote: each pipeline's verified answers (shown, or held back by its confidence bar)
-ranked by its confidence, and the right and wrong ones among the N most confident (``docsets.at_count``). A pipeline
+ranked by its confidence, and the right and wrong ones among the N most confident (``docsets.at_count``; a tie of
+confidences is never split, as no bar splits one). A pipeline
 whose confidence ranks better shows fewer wrong answers at every N, whatever bar its calibration chose; where the
 bar falls is then a separate question. By default N is each input's own count of answers shown.
 
@@ -79,7 +80,7 @@ def main(argv=None) -> int:
             for name, t in report["at"][str(n)].items():
                 print(f"  {name:{width}s}  right {t['right']:4d}  wrong {t['wrong']:4d}  precision "
                       f"{t['precision'] if t['precision'] is not None else '-'}"
-                      + (f"  (only {t['shown']} verified)" if t["shown"] < n else ""))
+                      + (f"  ({t['shown']} answers: the most a bar shows up to {n})" if t["shown"] < n else ""))
     return finish(report, args.json)
 
 

@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Iterator
 
 from components.evaluation.metrics import answer_correct
+from components.evaluation.selective import right_at
 
 KINDS = ("pdf", "html", "text")
 DOCUMENT_SUFFIXES = (".pdf", ".html", ".htm", ".md", ".txt")
@@ -167,11 +168,12 @@ def ranked_answers(rows: list[dict]) -> list[tuple[float, bool]]:
 
 
 def at_count(rows: list[dict], n: int) -> dict:
-    """Right and wrong among the ``n`` most confident answers of ``rows`` (``ranked_answers``), and their
-    precision: two pipelines compared at the same number of answers shown, whatever bar each was fitted to."""
+    """Right and wrong among the ``n`` most confident answers of ``rows`` (``ranked_answers``; fewer when a tie of
+    confidences straddles ``n``, since no bar splits one — ``selective.right_at``), and their precision: two
+    pipelines compared at the same number of answers shown, whatever bar each was fitted to."""
     if n < 0:
         raise ValueError(f"at_count: n is a number of answers, 0 or more, not {n}")
-    top = ranked_answers(rows)[:n]
-    right = sum(ok for _, ok in top)
-    return {"shown": len(top), "right": right, "wrong": len(top) - right,
-            "precision": round(right / len(top), 3) if top else None}
+    answers = ranked_answers(rows)
+    shown, right = right_at([c for c, _ in answers], [ok for _, ok in answers], n)
+    return {"shown": shown, "right": right, "wrong": shown - right,
+            "precision": round(right / shown, 3) if shown else None}

@@ -3,8 +3,9 @@
 Pure functions over ``(confidence, correct)`` pairs of the answered questions and the number of questions
 asked (``n_total``; a question not answered is an abstention):
 
-- ``risk_coverage`` — answering only the ``k`` most confident answers, for every ``k`` (ties enter together):
-  ``coverage = k / n_total`` and ``precision`` = share of those ``k`` that are right;
+- ``answered_right`` / ``right_at`` — how many of the ``k`` most confident answers are right, for every ``k`` a
+  confidence bar can give (ties enter together) / for the largest such ``k`` up to ``n``;
+- ``risk_coverage`` — the same as ``coverage = k / n_total`` and ``precision`` = share of those ``k`` that are right;
 - ``aurc`` — the area under the risk (1 − precision) – coverage curve, ``Σ_k risk_k / n_total``: lower is better;
 - ``coverage_at_precision`` — the largest coverage whose precision is at least ``p``;
 - ``expected_calibration_error`` — ``Σ_b (n_b / n) · |accuracy_b − mean confidence_b|`` over ``bins`` equal-width
@@ -27,17 +28,29 @@ from typing import Sequence
 import numpy as np
 
 
-def risk_coverage(confidences: Sequence[float], correct: Sequence[bool], n_total: int) -> list[tuple[float, float]]:
-    """``[(coverage, precision)]`` from the most confident answer down; equal confidences enter together."""
-    if n_total <= 0:
-        return []
+def answered_right(confidences: Sequence[float], correct: Sequence[bool]) -> list[tuple[int, int]]:
+    """``[(k, right)]``: answering the ``k`` most confident answers, ``right`` of them are correct — at every ``k``
+    a confidence bar can give (equal confidences enter together, so a tie group is never split)."""
     order = sorted(range(len(confidences)), key=lambda i: -confidences[i])
     points, right = [], 0
     for k, i in enumerate(order, start=1):
         right += bool(correct[i])
         if k == len(order) or confidences[order[k]] < confidences[i]:
-            points.append((k / n_total, right / k))
+            points.append((k, right))
     return points
+
+
+def right_at(confidences: Sequence[float], correct: Sequence[bool], n: int) -> tuple[int, int]:
+    """``(k, right)`` for the most answers ``k ≤ n`` a confidence bar can show (``answered_right``); ``(0, 0)``
+    when even the most confident tie group is larger than ``n``."""
+    return max((p for p in answered_right(confidences, correct) if p[0] <= n), default=(0, 0))
+
+
+def risk_coverage(confidences: Sequence[float], correct: Sequence[bool], n_total: int) -> list[tuple[float, float]]:
+    """``[(coverage, precision)]`` from the most confident answer down; equal confidences enter together."""
+    if n_total <= 0:
+        return []
+    return [(k / n_total, right / k) for k, right in answered_right(confidences, correct)]
 
 
 def aurc(confidences: Sequence[float], correct: Sequence[bool], n_total: int) -> float | None:

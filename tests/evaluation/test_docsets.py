@@ -174,6 +174,9 @@ def test_answers_are_ranked_by_confidence_shown_or_held_back_and_counted_at_n():
     assert at_count([], 5) == {"shown": 0, "right": 0, "wrong": 0, "precision": None}
     with pytest.raises(ValueError, match="0 or more, not -1"):
         at_count(rows, -1)  # never a slice from the end
+    tied = [_row(0.9, "a", True), _row(0.8, "b", False), _row(0.8, "c", True)]
+    assert at_count(tied, 2) == {"shown": 1, "right": 1, "wrong": 0, "precision": 1.0}  # no bar splits the 0.8s
+    assert at_count(tied, 3)["right"] == 2
 
 
 def test_the_ranking_benchmark_compares_pipelines_at_each_ones_count_shown(tmp_path):
