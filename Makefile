@@ -192,19 +192,26 @@ train-reader-replicate: realdocs-reader-data
 	$(REALDOCS_READER) --examples 47600 --out .spanqa/training/reader18-out \
 		--work .spanqa/training/reader18 $(RESUME)
 
-# the two seeds' soup (run 19): the shipped reader 1/2 and runs 17 and 18 (make train-reader-negated,
-# train-reader-replicate) 1/4 each; the two chain verifiers (make train-verifier-chain CHAIN_READER=<each run's 1:1
-# mean>) 1/2 each. Seconds, no training; measured, not shipped (training/HISTORY.md, run 19); writes
-# .spanqa/training/reader19-soup and verifier19-soup (outside git)
+# the shipped pair (run 19's soup, shipped by run 20; training/HISTORY.md): the reader as it stood at SEEDS_BASE
+# (taken from git) 1/2 and runs 17 and 18 (make train-reader-negated, train-reader-replicate) 1/4 each; the two chain
+# verifiers (make train-verifier-chain CHAIN_READER=<each run's 1:1 mean>) 1/2 each. Seconds, no training; writes
+# .spanqa/training/reader19-soup and verifier19-soup (outside git), byte for byte the weights in models/; the
+# confidence is then fitted by make calibrate
+SEEDS_BASE ?= 6ba9579
 average-seeds: setup
-	$(BIN)/python training/average.py models/spanqa-reader-minilm-l6:2 .spanqa/training/reader17-out:1 \
+	mkdir -p .spanqa/training/seeds-base
+	for f in model.safetensors config.json tokenizer.json tokenizer_config.json training.json; do \
+		git show $(SEEDS_BASE):models/spanqa-reader-minilm-l6/$$f > .spanqa/training/seeds-base/$$f || exit 1; \
+	done
+	$(BIN)/python training/average.py .spanqa/training/seeds-base:2 .spanqa/training/reader17-out:1 \
 		.spanqa/training/reader18-out:1 --out .spanqa/training/reader19-soup
 	$(BIN)/python training/average.py .spanqa/training/verifier17-out .spanqa/training/verifier18-out \
 		--out .spanqa/training/verifier19-soup
 
-# the shipped reader: the 1:1 mean of the reader shipped at PREVIOUS_COMMIT and its continuation CONTINUATION (make
-# train-structured); the step before it was PREVIOUS_COMMIT=dfa8e54 CONTINUATION=.spanqa/training/reader11-out (make
-# train-adversarial). Writes .spanqa/training/average-out, copy it into models/ (training/HISTORY.md: the criteria)
+# the reader shipped before run 20 (the base of average-seeds): the 1:1 mean of the reader shipped at PREVIOUS_COMMIT
+# and its continuation CONTINUATION (make train-structured); the step before it was PREVIOUS_COMMIT=dfa8e54
+# CONTINUATION=.spanqa/training/reader11-out (make train-adversarial). Writes .spanqa/training/average-out
+# (training/HISTORY.md: the criteria)
 PREVIOUS_COMMIT ?= a124f19
 CONTINUATION ?= .spanqa/training/reader12-out
 average-previous: setup
@@ -319,13 +326,16 @@ heldout: setup
 	$(BIN)/python training/heldout.py --questions $(HELDOUT_QUESTIONS) $(if $(wildcard $(MORE)),--more $(MORE) \
 		--more-questions $(MORE_QUESTIONS))
 
-# with the structured-text calibration sources' questions, each asked of its own block (training/calibrate.py)
+# with the structured-text calibration sources' questions, each asked of its own block, and the held-out side of the
+# real-document calibration set (training/realdocs/, split choose / report by id like every kind; run 20 in
+# training/HISTORY.md) — both asked through the pipeline as it stands (training/calibrate.py)
 calibrate: heldout
 	$(BIN)/python run.py pipelines/extractive.yaml --eval .spanqa/training/heldout-squad2.json --no-audit \
 		--report reports/heldout-calibration
-	rm -f reports/heldout-calibration/blocks.jsonl
+	rm -f reports/heldout-calibration/blocks.jsonl reports/heldout-calibration/documents.jsonl
 	$(BIN)/python training/calibrate.py --squad-rows reports/heldout-calibration/per_query.jsonl \
-		--blocks-rows reports/heldout-calibration/blocks.jsonl --save \
+		--blocks-rows reports/heldout-calibration/blocks.jsonl --docs split --docs-side heldout \
+		--docs-rows reports/heldout-calibration/documents.jsonl --save \
 		$(if $(UNANSWERABLE_SHARE),--unanswerable-share $(UNANSWERABLE_SHARE))
 
 bench: setup

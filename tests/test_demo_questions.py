@@ -26,19 +26,21 @@ _WRONG_HELD = "the reader picks a wrong span (the confidence bar holds it back):
 _VERIFIER = "the trained verifier refuses the reader's span (P(right) under 0.5): "
 _ABSTAINS = "the reader's own no-answer outscores its best span: "
 OFFLINE_LIMITS = {
-    "q06": _VERIFIER + "0.03, on a wrong span ('45', the bridge's retry interval)",
+    "q01": _VERIFIER + "0.02, on a wrong span ('monthly')",
     "q07": _WRONG_HELD + "'4 hours' (the Hub Pro's battery, hub-pro-datasheet.html) for the GLN-HUB-200's '72 hours', "
-                         "supported, then held back at 0.19 by the conflict with hub-200.md",
-    "q10": _VERIFIER + "0.05, on a wrong span ('three', the number of plans)",
-    "q11": _WRONG_HELD + "'€14.99' (the EU monthly price) for the annual '$149.90' at 0.74",
-    "q12": _VERIFIER + "0.17, on a wrong span ('how long')",
-    "q13": _VERIFIER + "0.12, on a wrong span ('254', the API's brightness scale)",
-    "q15": _VERIFIER + "0.21, on a wrong span (a topic path for the topic prefix)",
-    "q17": _VERIFIER + "0.04 for a value in a JSON block",
-    "q19": _WRONG_HELD + "'cloud sync rejected' (the error's name, not its cause) at 0.74",
+                         "supported, then held back at 0.26 by the conflict with hub-200.md",
+    "q10": _VERIFIER + "0.04, on a wrong span ('three', the number of plans)",
+    "q11": _WRONG_HELD + "'€14.99 per month' (the EU monthly price) for the annual '$149.90' at 0.73",
+    "q12": _VERIFIER + "0.24, on a wrong span ('how long')",
+    "q13": _VERIFIER + "0.12, on a wrong span ('0 to 254', the API's brightness scale)",
+    "q15": _VERIFIER + "0.19, on a wrong span (a topic path for the topic prefix)",
+    "q17": _VERIFIER + "0.06 for a value in a JSON block",
+    "q19": _WRONG_HELD + "'cloud sync rejected' (the error's name, not its cause) at 0.68",
     "q23": _ABSTAINS + "no-answer 0.67",
-    "q27": _VERIFIER + "0.34, on a wrong span ('overnight' for '02:00 to 05:00')",
-    "q31": _VERIFIER + "0.09, on a wrong span ('the hub')",
+    "q27": _VERIFIER + "0.44, on a wrong span ('overnight' for '02:00 to 05:00')",
+    "q31": _VERIFIER + "0.07, on a wrong span ('hub')",
+    "q41": _VERIFIER + "0.35 on the right span ('2,500 euros': the question's 'maximum payout' against the text's "
+                       "'pays up to')",
 }
 # shown although wrong: the bar is chosen for precision 0.9 on held-out questions, so about one shown answer in ten
 # may be wrong; each one is named here, and any other wrong answer shown fails the corpus test below (none now)
@@ -108,8 +110,9 @@ def test_no_wrong_answer_is_shown_on_the_demo_corpus(runner):
 
 
 def test_the_result_keeps_what_the_reader_read_and_proposed_last(runner):
-    # q06: the verifier refutes the reader's '45' (0.03) and widens to the whole passage, where it is read again
-    q = next(q for q in QUESTIONS if q["id"] == "q06")
+    # q01: the verifier doubts the reader's 'monthly' and widens to the paragraph, then to the whole passage, where it
+    # is read again and refuted (0.02)
+    q = next(q for q in QUESTIONS if q["id"] == "q01")
     result = runner.ask(q["question"])
     assert "widen:passage" in result["route"]
     first, last = result["_read"], result["_read_last"]

@@ -14,8 +14,8 @@ from components.core.retrieval.loaders import load_folder
 
 ROOT = Path(__file__).resolve().parent.parent
 CASES = [  # question, document, answer, page, heading path
-    ("What is the maximum bug bounty payout?", "security-whitepaper.pdf", "2,500 euros", 3,
-     ["Reporting a vulnerability"]),
+    ("How much does the Glimmerline bug bounty pay for a critical vulnerability?", "security-whitepaper.pdf",
+     "2,500 euros", 3, ["Reporting a vulnerability"]),
     ("Which key signs every firmware image?", "security-whitepaper.pdf", None, 2, ["Firmware signing"]),
     ("How much does the Hub Pro weigh?", "hub-pro-datasheet.html", "310 g", None,
      ["Glimmerline Hub Pro datasheet", "Specifications"]),

@@ -4,7 +4,7 @@ structured-text calibration sources (``training/structured_data.py --split calib
 systemd's ``system.conf`` and ``logind.conf``; each question asked of its own block, ``components.evaluation.blocks``);
 with ``--docs split|fit`` also the real-document calibration set (``training/realdocs/``: PDFs, HTML pages and text
 documents asked as one corpus, ``components.evaluation.docsets``; by default only its held-out side, ``--docs-side``),
-which the shipped fit leaves out (measured, not kept: training/HISTORY.md). Never the development article, the
+which the shipped fit splits like every kind (``make calibrate``: run 20 in training/HISTORY.md). Never the development article, the
 held-out structured sources, the demo corpus or the real-document development set (``benchmarks/realdocs/``): they
 report.
 
@@ -110,9 +110,9 @@ def main(argv=None) -> int:
     p.add_argument("--docs-rows", default=None, metavar="JSONL",
                    help="the real-document calibration set's rows: read when the file exists, else asked and written")
     p.add_argument("--docs", choices=("none", "split", "fit"), default="none",
-                   help="the real-document calibration set (training/realdocs/): left out (default: the shipped "
-                        "recipe; fitting on it was measured and not kept, training/HISTORY.md), split choose / report "
-                        "by id like every kind, or all in the fit (none reported)")
+                   help="the real-document calibration set (training/realdocs/): left out (default), split choose "
+                        "/ report by id like every kind (the shipped recipe: make calibrate passes split; run 20 in "
+                        "training/HISTORY.md), or all in the fit (none reported)")
     p.add_argument("--docs-side", choices=("heldout", "train", "all"), default="heldout",
                    help="which documents of the set (docsets.split_of): heldout (default: those no model was trained "
                         "on), train, or all")

@@ -115,7 +115,7 @@ def test_a_pdf_answer_shows_its_rendered_page_with_the_highlight(server, browser
     from selenium.webdriver.support.ui import WebDriverWait
 
     browser.get(server.url + "/")
-    _ask(browser, "What is the maximum bug bounty payout?", 1)
+    _ask(browser, "How much does the Glimmerline bug bounty pay for a critical vulnerability?", 1)
     assert browser.find_element(By.ID, "answer").text == "2,500 euros"
     cite = "page 3 of security-whitepaper.pdf (Reporting a vulnerability)"
     assert cite in browser.find_element(By.ID, "passage-source").text

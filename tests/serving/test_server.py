@@ -176,7 +176,7 @@ def test_source_passage_holds_the_span(server):
     assert passage["text"][a:b] == span["text"] and len(passage["text"]) > len(span["text"])
 
 
-PDF_QUESTION = "What is the maximum bug bounty payout?"
+PDF_QUESTION = "How much does the Glimmerline bug bounty pay for a critical vulnerability?"
 
 
 def _get_bytes(url: str) -> tuple[int, bytes, str]:

@@ -89,26 +89,33 @@ def test_a_directory_without_weights_is_a_one_line_error(tmp_path, capsys):
     assert not (tmp_path / "out").exists()
 
 
-def test_the_shipped_reader_is_the_mean_the_makefile_names(tmp_path):
-    """The shipped reader is the 1:1 mean (`make average-previous`) of the reader shipped at PREVIOUS_COMMIT —
-    taken from git, byte for byte the first input its training.json names — and its continuation (`make
-    train-structured`, outside git; its SHA-256 is recorded)."""
+def test_the_shipped_reader_is_the_soup_the_makefile_names():
+    """The shipped reader is `make average-seeds`'s soup: the reader at SEEDS_BASE — taken from git, byte for byte
+    the first input its training.json names — at weight 1/2, and the two seeds' runs (`make train-reader-negated`,
+    `make train-reader-replicate`, outside git; their SHA-256 recorded) at 1/4 each; the shipped verifier is the mean
+    of the two chain verifiers the same target names."""
     import hashlib
     import re
     import subprocess
 
-    commit = re.search(r"^PREVIOUS_COMMIT \?= (\w+)$", (ROOT / "Makefile").read_text(), re.M).group(1)
+    makefile = (ROOT / "Makefile").read_text()
+    commit = re.search(r"^SEEDS_BASE \?= (\w+)$", makefile, re.M).group(1)
     shown = subprocess.run(["git", "show", f"{commit}:models/spanqa-reader-minilm-l6/model.safetensors"], cwd=ROOT,
                            capture_output=True)
     if shown.returncode != 0:
         pytest.skip(f"git history without {commit} (a shallow clone or an export)")
     info = json.loads((ROOT / "models" / "spanqa-reader-minilm-l6" / "training.json").read_text())
-    first, second = info["average_of"]
-    assert first["sha256"] == hashlib.sha256(shown.stdout).hexdigest() and first["weight"] == second["weight"] == 0.5
-    continuation = re.search(r"^CONTINUATION \?= (\S+)$", (ROOT / "Makefile").read_text(), re.M).group(1)
-    assert second["path"] == continuation and f"--out {continuation} " in second["command"]
-    assert second["command"].startswith("python training/train_reader.py --init models/spanqa-reader-minilm-l6")
-    assert "--more" in second["command"] and len(second["sha256"]) == 64
+    base, *seeds = info["average_of"]
+    assert base["sha256"] == hashlib.sha256(shown.stdout).hexdigest()
+    assert [base["weight"]] + [s["weight"] for s in seeds] == [0.5, 0.25, 0.25]
+    target = makefile[makefile.index("average-seeds: setup"):]
+    for seed in seeds:
+        assert seed["path"] in target and f"--out {seed['path']} " in seed["command"] and len(seed["sha256"]) == 64
+        assert seed["command"].startswith("python training/train_reader.py --init models/spanqa-reader-minilm-l6")
+    verifier = json.loads((ROOT / "models" / "spanqa-verifier-minilm-l6" / "training.json").read_text())
+    assert [v["weight"] for v in verifier["average_of"]] == [0.5, 0.5]
+    for v in verifier["average_of"]:
+        assert v["path"] in target and v["command"].startswith("python training/train_verifier.py")
 
 
 def test_the_transformers_version_that_wrote_a_config_is_not_its_architecture():
