@@ -16,7 +16,7 @@ PIPELINE   ?= pipelines/extractive.yaml
 SERVE_ARGS ?=
 
 .PHONY: setup demo test check train train-more train-stage3 train-stage4 train-stage5 train-stage5-plain train-stage6 train-stage7 \
-	train-stage8 average-stages train-adversarial train-structured train-reader-realdocs train-reader-realdocs2 train-reader-long train-reader-negated train-reader-replicate average-seeds realdocs-reader-data \
+	train-stage8 average-stages train-adversarial train-structured train-reader-realdocs train-reader-realdocs2 train-reader-long train-reader-negated train-reader-replicate train-reader-seed3 seeds-base average-seeds realdocs-reader-data \
 	average-previous train-verifier train-verifier-structured train-verifier-constructed train-verifier-tables train-verifier-definitions train-verifier-realdocs verifier-docs-data train-verifier-chain heldout calibrate bench serve bench-serve eval targets clean
 
 $(BIN)/python:
@@ -148,12 +148,14 @@ train-reader-realdocs: setup
 
 # the reader on the grown real-document calibration set: reader13-out's recipe with the set's 78 training documents
 # (1,067 questions, 719 answerable; reader13 read 258) 3 times a pass instead of 6, as one command both runs share
-REALDOCS_READER = $(BIN)/python training/train_reader.py --init models/spanqa-reader-minilm-l6 \
-	--distil models/spanqa-reader-minilm-l6 --structured .spanqa/training/structured-train-defs.json \
+REALDOCS_READER = $(BIN)/python training/train_reader.py --init $(READER_BASE) \
+	--distil $(READER_BASE) --structured .spanqa/training/structured-train-defs.json \
 	--structured .spanqa/training/realdocs-train.json --structured-repeat 3 --more $(MORE) --more-heldout 6 \
 	--v1-questions 8000 --stream-seed $(READER_SEED) --lr 3e-5 --hard-negatives --negated-repeat $(NEGATED_REPEAT) \
 	--eval-every 6000 --eval-questions 300 $(READER_BF16)
-# what a run sets for itself (target-specific variables below)
+# what a run sets for itself (target-specific variables below); READER_BASE: the reader it starts from and is
+# distilled from (runs 17 and 18 started from models/ as it stood before run 20, which SEEDS_BASE names in git)
+READER_BASE = models/spanqa-reader-minilm-l6
 READER_SEED = 29
 NEGATED_REPEAT = 3
 READER_BF16 =
@@ -192,17 +194,30 @@ train-reader-replicate: realdocs-reader-data
 	$(REALDOCS_READER) --examples 47600 --out .spanqa/training/reader18-out \
 		--work .spanqa/training/reader18 $(RESUME)
 
+# a third seed of run 17's recipe from the same base (SEEDS_BASE, taken from git), stream seed 41, run 18's example
+# budget; for run 22's three-seed soup (training/HISTORY.md); writes .spanqa/training/reader22-out (outside git)
+train-reader-seed3: NEGATED_REPEAT = 6
+train-reader-seed3: READER_BF16 = --bf16
+train-reader-seed3: READER_SEED = 41
+train-reader-seed3: READER_BASE = .spanqa/training/seeds-base
+train-reader-seed3: realdocs-reader-data seeds-base
+	$(REALDOCS_READER) --examples 47600 --out .spanqa/training/reader22-out \
+		--work .spanqa/training/reader22 $(RESUME)
+
 # the shipped pair (run 19's soup, shipped by run 20; training/HISTORY.md): the reader as it stood at SEEDS_BASE
 # (taken from git) 1/2 and runs 17 and 18 (make train-reader-negated, train-reader-replicate) 1/4 each; the two chain
 # verifiers (make train-verifier-chain CHAIN_READER=<each run's 1:1 mean>) 1/2 each. Seconds, no training; writes
 # .spanqa/training/reader19-soup and verifier19-soup (outside git), byte for byte the weights in models/; the
 # confidence is then fitted by make calibrate
 SEEDS_BASE ?= 6ba9579
-average-seeds: setup
-	mkdir -p .spanqa/training/seeds-base
+seeds-base: setup
+	mkdir -p .spanqa/training/seeds-base .spanqa/training/verifier-seeds-base
 	for f in model.safetensors config.json tokenizer.json tokenizer_config.json training.json; do \
 		git show $(SEEDS_BASE):models/spanqa-reader-minilm-l6/$$f > .spanqa/training/seeds-base/$$f || exit 1; \
+		git show $(SEEDS_BASE):models/spanqa-verifier-minilm-l6/$$f > .spanqa/training/verifier-seeds-base/$$f \
+			|| exit 1; \
 	done
+average-seeds: seeds-base
 	$(BIN)/python training/average.py .spanqa/training/seeds-base:2 .spanqa/training/reader17-out:1 \
 		.spanqa/training/reader18-out:1 --out .spanqa/training/reader19-soup
 	$(BIN)/python training/average.py .spanqa/training/verifier17-out .spanqa/training/verifier18-out \
@@ -307,8 +322,9 @@ train-verifier-realdocs: verifier-docs-data
 # into models/ and run make calibrate.
 CHAIN_READER ?= .spanqa/training/reader13-out
 CHAIN_VERIFIER ?= .spanqa/training/verifier10
+CHAIN_INIT ?= models/spanqa-verifier-minilm-l6
 train-verifier-chain: verifier-docs-data
-	$(BIN)/python training/train_verifier.py --init models/spanqa-verifier-minilm-l6 --reader $(CHAIN_READER) \
+	$(BIN)/python training/train_verifier.py --init $(CHAIN_INIT) --reader $(CHAIN_READER) \
 		--lr 3e-5 --minutes 20 --v1-questions 2000 --constructed 1000 \
 		--structured .spanqa/training/structured-train-docs.json --structured-repeat 3 \
 		--structured-heldout .spanqa/training/structured-heldout-docs.json \
