@@ -108,7 +108,7 @@ def test_the_shipped_reader_is_the_soup_the_makefile_names():
     base, *seeds = info["average_of"]
     assert base["sha256"] == hashlib.sha256(shown.stdout).hexdigest()
     assert [base["weight"]] + [s["weight"] for s in seeds] == [0.5, 0.25, 0.25]
-    target = makefile[makefile.index("average-seeds: setup"):]
+    target = makefile[makefile.index("average-seeds: seeds-base"):]
     for seed in seeds:
         assert seed["path"] in target and f"--out {seed['path']} " in seed["command"] and len(seed["sha256"]) == 64
         assert seed["command"].startswith("python training/train_reader.py --init models/spanqa-reader-minilm-l6")
