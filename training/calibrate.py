@@ -4,9 +4,9 @@ structured-text calibration sources (``training/structured_data.py --split calib
 systemd's ``system.conf`` and ``logind.conf``; each question asked of its own block, ``components.evaluation.blocks``);
 with ``--docs split|fit`` also the real-document calibration set (``training/realdocs/``: PDFs, HTML pages and text
 documents asked as one corpus, ``components.evaluation.docsets``; by default only its held-out side, ``--docs-side``),
-which the shipped fit splits like every kind (``make calibrate``: run 20 in training/HISTORY.md). Never the development article, the
-held-out structured sources, the demo corpus or the real-document development set (``benchmarks/realdocs/``): they
-report.
+which the shipped fit splits like every kind (``make calibrate``: run 20 in training/HISTORY.md). Never the
+development article, the held-out structured sources, the demo corpus or the real-document development set
+(``benchmarks/realdocs/``): they report.
 
     python run.py pipelines/extractive.yaml --eval .spanqa/training/heldout-squad2.json --no-audit \\
         --report reports/heldout-calibration
