@@ -16,7 +16,7 @@ PIPELINE   ?= pipelines/extractive.yaml
 SERVE_ARGS ?=
 
 .PHONY: setup demo test check train train-more train-stage3 train-stage4 train-stage5 train-stage5-plain train-stage6 train-stage7 \
-	train-stage8 average-stages train-adversarial train-structured train-reader-realdocs train-reader-realdocs2 train-reader-long train-reader-negated train-reader-replicate train-reader-seed3 seeds-base average-seeds realdocs-reader-data \
+	train-stage8 average-stages train-adversarial train-structured train-reader-realdocs train-reader-realdocs2 train-reader-long train-reader-negated train-reader-replicate train-reader-seed3 seeds-base seed3-chain average-seeds3 average-seeds realdocs-reader-data \
 	average-previous train-verifier train-verifier-structured train-verifier-constructed train-verifier-tables train-verifier-definitions train-verifier-realdocs verifier-docs-data train-verifier-chain heldout calibrate bench serve bench-serve eval targets clean
 
 $(BIN)/python:
@@ -203,6 +203,21 @@ train-reader-seed3: READER_BASE = .spanqa/training/seeds-base
 train-reader-seed3: realdocs-reader-data seeds-base
 	$(REALDOCS_READER) --examples 47600 --out .spanqa/training/reader22-out \
 		--work .spanqa/training/reader22 $(RESUME)
+
+# run 22's chain and soups (training/HISTORY.md, run 22), after make train-reader-seed3: the 1:1 mean of the base and
+# the third seed, the verifier at SEEDS_BASE continued on that mean's candidates (20 minutes), then the three-seed
+# soups — the reader: the base 1/2 and the three seeds 1/6 each; the verifier: the three chain verifiers 1/3 each.
+# Write .spanqa/training/reader22-mean, verifier22-out, reader22-soup and verifier22-soup (outside git)
+seed3-chain: seeds-base
+	$(BIN)/python training/average.py --out .spanqa/training/reader22-mean .spanqa/training/seeds-base \
+		.spanqa/training/reader22-out
+	$(MAKE) train-verifier-chain CHAIN_INIT=.spanqa/training/verifier-seeds-base \
+		CHAIN_READER=.spanqa/training/reader22-mean CHAIN_VERIFIER=.spanqa/training/verifier22
+average-seeds3: seeds-base
+	$(BIN)/python training/average.py .spanqa/training/seeds-base:3 .spanqa/training/reader17-out:1 \
+		.spanqa/training/reader18-out:1 .spanqa/training/reader22-out:1 --out .spanqa/training/reader22-soup
+	$(BIN)/python training/average.py .spanqa/training/verifier17-out .spanqa/training/verifier18-out \
+		.spanqa/training/verifier22-out --out .spanqa/training/verifier22-soup
 
 # the shipped pair (run 19's soup, shipped by run 20; training/HISTORY.md): the reader as it stood at SEEDS_BASE
 # (taken from git) 1/2 and runs 17 and 18 (make train-reader-negated, train-reader-replicate) 1/4 each; the two chain
