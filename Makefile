@@ -17,7 +17,7 @@ SERVE_ARGS ?=
 
 .PHONY: setup demo test check train train-more train-stage3 train-stage4 train-stage5 train-stage5-plain train-stage6 train-stage7 \
 	train-stage8 average-stages train-adversarial train-structured train-reader-realdocs train-reader-realdocs2 train-reader-long train-reader-negated train-reader-replicate train-reader-seed3 seeds-base seed3-chain average-seeds3 average-seeds realdocs-reader-data \
-	average-previous train-verifier train-verifier-structured train-verifier-constructed train-verifier-tables train-verifier-definitions train-verifier-realdocs verifier-docs-data train-verifier-chain heldout calibrate bench serve bench-serve eval targets clean
+	average-previous train-verifier train-verifier-structured train-verifier-constructed train-verifier-tables train-verifier-definitions train-verifier-realdocs verifier-docs-data train-verifier-chain train-verifier-pairwise heldout calibrate bench serve bench-serve eval targets clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -343,7 +343,14 @@ train-verifier-chain: verifier-docs-data
 		--lr 3e-5 --minutes 20 --v1-questions 2000 --constructed 1000 \
 		--structured .spanqa/training/structured-train-docs.json --structured-repeat 3 \
 		--structured-heldout .spanqa/training/structured-heldout-docs.json \
-		--eval-every 6000 --work $(CHAIN_VERIFIER) --out $(CHAIN_VERIFIER)-out
+		--eval-every 6000 --work $(CHAIN_VERIFIER) --out $(CHAIN_VERIFIER)-out $(if $(PAIRWISE),--pairwise $(PAIRWISE))
+
+# run 23's step 1 (training/HISTORY.md): the shipped verifier continued 20 minutes on the shipped reader's candidates
+# with the pairwise loss within each question (PAIRWISE=1: training/verifier_ranking.py); writes
+# .spanqa/training/verifier23-out, its curve with the held-out within-question order beside the reader's
+train-verifier-pairwise:
+	$(MAKE) train-verifier-chain CHAIN_INIT=models/spanqa-verifier-minilm-l6 CHAIN_READER=models/spanqa-reader-minilm-l6 \
+		CHAIN_VERIFIER=.spanqa/training/verifier23 PAIRWISE=1
 
 # the held-out articles as one SQuAD file — the held-out training articles (1,731 questions; HELDOUT_QUESTIONS=N: a
 # stratified N of them) and the 6 held-out squad2-more articles (2,032, adversarial unanswerable; MORE_QUESTIONS=N)

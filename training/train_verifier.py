@@ -33,6 +33,7 @@ import reader_data  # noqa: E402
 import verifier_data  # noqa: E402
 import train_reader  # noqa: E402
 from train_reader import DATA, check_not_development  # noqa: E402
+from verifier_ranking import pair_loss, question_batches, within_question  # noqa: E402
 
 MORE = ROOT.parent / "shared" / "data" / "squad2-more" / "dev-v2.0-29-articles.json"
 
@@ -68,6 +69,9 @@ def parse_args(argv=None):
     p.add_argument("--lr", type=float, default=5e-5)
     p.add_argument("--warmup", type=float, default=0.06)
     p.add_argument("--max-seq-length", type=int, default=192)
+    p.add_argument("--pairwise", type=float, default=0.0, metavar="W",
+                   help="also W x a pairwise loss over each question's right and wrong candidates, in batches of "
+                        "whole questions (verifier_ranking.py); 0 (default): per-candidate loss, length-sorted batches")
     p.add_argument("--eval-every", type=int, default=4096)
     p.add_argument("--tiny", type=int, default=0, help="use only this many questions of each set (tests)")
     p.add_argument("--threads", type=int, default=0)
@@ -77,6 +81,8 @@ def parse_args(argv=None):
     args = p.parse_args(argv)
     if (args.minutes is None) == (args.examples is None):
         p.error("give one budget: --minutes or --examples")
+    if args.pairwise < 0:
+        p.error(f"--pairwise {args.pairwise}: give 0 (off) or a positive weight")
     if args.structured_repeat < 1:
         p.error(f"--structured-repeat {args.structured_repeat}: give 1 or more (times each structured candidate is "
                 "in a pass)")
@@ -193,6 +199,7 @@ def scores(probs: list[float], rows) -> dict:
            "candidates": len(rows), "right": sum(labels)}
     if 0 < sum(labels) < len(labels):
         out["auc"] = round(float(roc_auc_score(labels, probs)), 4)
+    out["within_question"] = within_question(probs, labels, [r.qid for r in rows], [r.reader_score for r in rows])
     adv = [(p, r.label) for p, r in zip(probs, rows) if r.adversarial and r.rank == 0]
     if adv and 0 < sum(y for _, y in adv) < len(adv):
         out["auc_adversarial_best"] = round(float(roc_auc_score([y for _, y in adv], [p for p, _ in adv])), 4)
@@ -245,14 +252,17 @@ def main(argv=None) -> int:
     bar = tqdm(desc="verifier", unit="ex", total=args.examples)
     next_eval, epoch = args.eval_every, 0
     while progress() < 1.0:
-        order = list(range(len(train)))
-        rng.shuffle(order)
-        # length-sorted buffers of 50 batches: little padding, still shuffled
-        chunks = [order[i: i + 50 * args.batch_size] for i in range(0, len(order), 50 * args.batch_size)]
-        batches = [c[j: j + args.batch_size] for c in chunks
-                   for c in [sorted(c, key=lambda i: len(train[i].text_a) + len(train[i].text_b))]
-                   for j in range(0, len(c), args.batch_size)]
-        rng.shuffle(batches)
+        if args.pairwise:  # whole questions per batch, so a batch holds the pairs the pairwise loss compares
+            batches = question_batches([r.qid for r in train], args.batch_size, rng)
+        else:
+            order = list(range(len(train)))
+            rng.shuffle(order)
+            # length-sorted buffers of 50 batches: little padding, still shuffled
+            chunks = [order[i: i + 50 * args.batch_size] for i in range(0, len(order), 50 * args.batch_size)]
+            batches = [c[j: j + args.batch_size] for c in chunks
+                       for c in [sorted(c, key=lambda i: len(train[i].text_a) + len(train[i].text_b))]
+                       for j in range(0, len(c), args.batch_size)]
+            rng.shuffle(batches)
         for idx in batches:
             done = progress()
             if done >= 1.0:
@@ -265,6 +275,8 @@ def main(argv=None) -> int:
             logits = model(**enc).logits[:, 0]
             target = torch.tensor([float(r.label) for r in rows], device=device)
             loss = torch.nn.functional.binary_cross_entropy_with_logits(logits, target)
+            if args.pairwise:
+                loss = loss + args.pairwise * pair_loss(logits, [r.qid for r in rows], [r.label for r in rows])
             loss.backward()
             torch.nn.utils.clip_grad_norm_(params, 1.0)
             optim.step()
@@ -286,7 +298,7 @@ def main(argv=None) -> int:
             "curve": curve, "first": first, "final": last, "load_average": os.getloadavg(),
             "hyperparameters": {k: getattr(args, k) for k in ("lr", "batch_size", "warmup", "max_seq_length", "hard",
                                                                "per_context", "v1_questions", "structured_repeat",
-                                                               "seed")},
+                                                               "seed", "pairwise")},
             "input": "components.core.verification.verifier_input.verifier_pair", "output": "sigmoid(logit) = P(right)",
             "torch": torch.__version__, "transformers": transformers.__version__}
     export(model, tokenizer, Path(args.out), info)

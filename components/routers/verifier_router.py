@@ -9,8 +9,10 @@ from haystack.dataclasses import ExtractedAnswer, GeneratedAnswer
 
 from components.core.text.analysis import Analyzer
 from components.core.verification.answers import (
+    CHOICES,
     answer_score,
     best_answer,
+    choose_judged,
     document_piece,
     locate_answer,
     ranked_answers,
@@ -142,6 +144,7 @@ class VerifierRouter:
         refute_threshold: float = 0.1,
         respect_reader_abstention: bool = True,
         max_candidates: int = 1,
+        candidate_choice: str = "first",
         calibration: str | None = None,
         min_confidence: float | None = None,
         conflict_candidates: int = 5,
@@ -153,7 +156,10 @@ class VerifierRouter:
         :param backend: ``"lexical"`` (offline rules), ``"nli"`` or ``"llm"``.
         :param max_level: Widest level to widen to: ``"paragraph"`` or ``"passage"``.
         :param max_candidates: How many of the reader's best answers to judge, in score order; the first
-            SUPPORTED one wins (1 = only the best answer).
+            SUPPORTED one wins (1 = only the best answer), or the most probable one (``candidate_choice``).
+        :param candidate_choice: Which of the judged answers judged SUPPORTED wins: ``"first"`` (in the reader's
+            order) or ``"most_probable"`` (the trained verifier's highest P(right); ``first`` for a backend that gives
+            no probability). Only matters with ``max_candidates`` above 1.
         :param respect_reader_abstention: When the reader's own no-answer outscores its best answer (SQuAD2
             no-answer), count it as UNSUPPORTED ``reader_abstained`` instead of judging the weaker span — unless
             that answer is the value of a row the question names by its key (``meta["keyed_lookup"]``): whether
@@ -216,6 +222,8 @@ class VerifierRouter:
         self.respect_reader_abstention = bool(respect_reader_abstention)
         check_positive_int("VerifierRouter", "max_candidates", max_candidates)
         self.max_candidates = int(max_candidates)
+        check_choice("VerifierRouter", "candidate_choice", candidate_choice, CHOICES)
+        self.candidate_choice = candidate_choice
         self.lead_in_units = lead_in_units
         self.use_title = use_title
         self.min_term_coverage = min_term_coverage
@@ -267,15 +275,16 @@ class VerifierRouter:
         return self.judge_backend.nli_probabilities(premise, hypothesis)
 
     def judge_candidates(self, query: str, answers: list[Any], visibles: list[Visible]):
-        """``(answer, judgement, evidence)``: the first of the ``max_candidates`` best answers judged SUPPORTED,
-        else the best answer with its own judgement (which routes the loop)."""
-        first = None
+        """``(answer, judgement, evidence)``: of the ``max_candidates`` best answers, the one ``candidate_choice``
+        picks among those judged SUPPORTED (``choose_judged``), else the best answer with its own judgement (which
+        routes the loop). With ``first`` the judging stops at the first SUPPORTED answer."""
+        judged = []
         for candidate in ranked_answers(answers)[: self.max_candidates]:
             judgement, evidence = self.judge(query, candidate, visibles)
-            if judgement.verdict == SUPPORTED:
-                return candidate, judgement, evidence
-            first = first or (candidate, judgement, evidence)
-        return first
+            judged.append((candidate, judgement, evidence))
+            if judgement.verdict == SUPPORTED and self.candidate_choice == "first":
+                break
+        return choose_judged(judged, self.candidate_choice)
 
     def judge(self, query: str, answer: Any, visibles: list[Visible]) -> tuple[Judgement, Evidence | None]:
         """The verdict on ``answer`` with the active backend, and the evidence it was judged on."""

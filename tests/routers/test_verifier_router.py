@@ -602,3 +602,61 @@ def test_max_candidates_verifies_the_next_answer_when_the_best_is_not_supported(
     assert "widen" in out  # only the best (unsupported) answer is judged
     out = verifier(max_candidates=2).run(query=QUERY, answers=answers, documents=[doc(18, 210)])
     assert out["answers"][0].data == "30 days" and out["answers"][0].meta["verdict"] == "SUPPORTED"
+
+
+def _judging(v, verdicts):
+    """``v.judge`` replaced by a table of (verdict, P(right)) per answer text — the model's place, so the choice
+    among judged answers is what is tested — and the list of the answers it was asked about."""
+    from components.core.verification.judgements import Judgement
+
+    asked = []
+
+    def judge(query, answer, visibles):
+        asked.append(answer.data)
+        verdict, p = verdicts[answer.data]
+        return Judgement(verdict, f"{verdict.lower()}: verifier P(right) {p}", probability=p), v.locate(answer, visibles)
+
+    v.judge = judge
+    return asked
+
+
+def test_most_probable_passes_on_the_supported_answer_the_verifier_rates_highest():
+    answers = [ans("14 days", 202, 209, score=0.9), ans("30 days", 107, 114, score=0.8),
+               ans("24 hours", 270, 278, score=0.7)]
+    table = {"14 days": ("SUPPORTED", 0.55), "30 days": ("SUPPORTED", 0.93), "24 hours": ("PARTIAL", 0.3)}
+    first = verifier(max_candidates=3, conflict_candidates=0)
+    asked = _judging(first, table)
+    out = first.run(query=QUERY, answers=answers, documents=[doc(18, 277)])
+    # "first" stops judging at the first SUPPORTED (the confidence's signals may judge the runner-up afterwards)
+    assert out["answers"][0].data == "14 days" and asked[0] == "14 days" and "24 hours" not in asked
+    probable = verifier(max_candidates=3, candidate_choice="most_probable", conflict_candidates=0)
+    asked = _judging(probable, table)
+    out = probable.run(query=QUERY, answers=answers, documents=[doc(18, 277)])
+    assert asked[:3] == ["14 days", "30 days", "24 hours"]  # all three judged, in the reader's order
+    got = out["answers"][0]
+    assert got.data == "30 days" and got.meta["verdict"] == "SUPPORTED"
+    assert SOURCE[got.meta["char_start"]:got.meta["char_end"]] == "30 days"
+    assert probable.to_dict()["init_parameters"]["candidate_choice"] == "most_probable"
+    assert VerifierRouter.from_dict(probable.to_dict()).candidate_choice == "most_probable"
+
+
+def test_choose_judged_keeps_the_reader_order_on_ties_and_without_probabilities():
+    from components.core.verification.answers import choose_judged
+    from components.core.verification.judgements import Judgement
+
+    s = lambda p: Judgement("SUPPORTED", "supported", probability=p)  # noqa: E731
+    partial = Judgement("PARTIAL", "verifier_unsure", probability=0.4)
+    judged = [("a", partial, None), ("b", s(0.7), None), ("c", s(0.7), None), ("d", s(0.6), None)]
+    assert choose_judged(judged, "most_probable")[0] == "b"  # a tie goes to the reader's better answer
+    assert choose_judged(judged, "first")[0] == "b"
+    rules = [("a", Judgement("SUPPORTED", "supported"), None), ("b", s(0.9), None)]
+    assert choose_judged(rules, "most_probable")[0] == "a"  # no probability: the reader's order
+    assert choose_judged([("a", partial, None), ("b", partial, None)], "most_probable")[0] == "a"  # none passes
+    assert choose_judged([], "most_probable") is None
+    with pytest.raises(ValueError, match="choice must be one of"):
+        choose_judged(judged, "best")
+
+
+def test_an_unknown_candidate_choice_is_refused_with_the_choices():
+    with pytest.raises(ParameterError, match="candidate_choice"):
+        VerifierRouter(candidate_choice="highest")

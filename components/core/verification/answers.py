@@ -175,3 +175,26 @@ def conflict_share(best: Any, conflicts: list[tuple]) -> float:
     top = answer_score(best)
     total = top + sum(answer_score(c) for c, _, _ in conflicts)
     return top / total if total > 0 else 1.0
+
+
+CHOICES = ("first", "most_probable")
+
+
+def choose_judged(judged: list[tuple], choice: str = "first") -> tuple | None:
+    """Which of the reader's judged answers — ``(answer, judgement, evidence)`` in the reader's score order — the
+    verifier passes on: ``first``, the first judged SUPPORTED; ``most_probable``, the SUPPORTED one the trained
+    verifier gives the highest P(right) (the earlier on a tie; ``first`` when a SUPPORTED judgement carries no
+    probability, as the rules' and the NLI model's do not). None SUPPORTED: the best answer with its own judgement,
+    which routes the widening loop; nothing judged: None.
+
+        choose_judged([(a, partial, ev_a), (b, supported_p06, ev_b), (c, supported_p09, ev_c)], "most_probable")
+        # -> (c, supported_p09, ev_c); with "first": (b, supported_p06, ev_b)
+    """
+    if choice not in CHOICES:
+        raise ValueError(f"choose_judged: choice must be one of {CHOICES}, not {choice!r}")
+    supported = [j for j in judged if j[1].verdict == "SUPPORTED"]
+    if not supported:
+        return judged[0] if judged else None
+    if choice == "first" or any(j[1].probability is None for j in supported):
+        return supported[0]
+    return max(supported, key=lambda j: j[1].probability)  # max keeps the first of equal ones
