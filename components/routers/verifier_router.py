@@ -22,9 +22,8 @@ from components.core.verification.confidence import (CalibrationFile, Calibrator
                                                      project_path)
 from components.core.verification.outcome import not_found_answer, supported_meta
 from components.core.errors import SpanQAError
-from components.core.reading.keyed_lookup import another_setting
-from components.core.text.injection import directive_reason
-from components.core.verification.judgements import DEFAULT_HYPOTHESIS, Judgement, lexical_judgement, nli_judgement
+from components.core.verification.judgements import (DEFAULT_HYPOTHESIS, Judgement, lexical_judgement,
+                                                     model_free_refusal, nli_judgement)
 from components.core.params import (ParameterError, check_choice, check_fraction, check_int, check_number,
                                     check_positive_int)
 from components.core.verification.checks import (
@@ -289,17 +288,9 @@ class VerifierRouter:
     def judge(self, query: str, answer: Any, visibles: list[Visible]) -> tuple[Judgement, Evidence | None]:
         """The verdict on ``answer`` with the active backend, and the evidence it was judged on."""
         evidence = self.locate(answer, visibles)
-        if evidence is not None:  # a sentence that addresses the reader is data, never evidence
-            why = directive_reason(evidence.evidence_text)
-            if why:
-                return Judgement(UNSUPPORTED, f"instruction_in_evidence: the answer's sentence {why}; a document "
-                                              f"that addresses the reader is data, not evidence"), evidence
-            vis = evidence.visible
-            other = evidence.answer and another_setting(query, vis.text, evidence.answer[0] - vis.start,
-                                                        evidence.answer[1] - vis.start, vis.title or "")
-            if other:
-                return Judgement(UNSUPPORTED, f"another_setting: the question names `{other[0]}`, which the read "
-                                              f"text does not hold; the answer is the value of `{other[1]}`"), evidence
+        refusal = model_free_refusal(query, evidence)
+        if refusal is not None:
+            return refusal, evidence
         if self.active_backend == "lexical":
             judgement = lexical_judgement(
                 query,

@@ -47,6 +47,8 @@ from components.core.text.analysis import (
     mentions_unit,
     opposite_terms,
 )
+from components.core.reading.keyed_lookup import another_setting
+from components.core.text.injection import directive_reason
 from components.core.text.key_terms import Vocab, content_terms, has_term, key_terms
 from components.core.text.splitting import Span
 from components.core.verification.checks import PARTIAL, SUPPORTED, UNSUPPORTED, Evidence, Visible
@@ -178,6 +180,27 @@ def nli_judgement(
     if pc >= contradiction_threshold:
         return Judgement(UNSUPPORTED, f"nli: {detail}")
     return Judgement(PARTIAL, f"nli: {detail}")
+
+
+def model_free_refusal(question: str, evidence: Evidence | None) -> Judgement | None:
+    """The checks no model does, before any backend judges: UNSUPPORTED ``instruction_in_evidence`` when the answer's
+    sentence addresses the reader (``injection.directive_reason``: a document that does so is data, never
+    evidence), ``another_setting`` when the answer is the value of a key the question does not name while the key it
+    names is not in the read text (``keyed_lookup.another_setting``); None when neither applies or nothing was
+    located."""
+    if evidence is None:
+        return None
+    why = directive_reason(evidence.evidence_text)
+    if why:
+        return Judgement(UNSUPPORTED, f"instruction_in_evidence: the answer's sentence {why}; a document "
+                                      f"that addresses the reader is data, not evidence")
+    vis = evidence.visible
+    other = evidence.answer and another_setting(question, vis.text, evidence.answer[0] - vis.start,
+                                                evidence.answer[1] - vis.start, vis.title or "")
+    if other:
+        return Judgement(UNSUPPORTED, f"another_setting: the question names `{other[0]}`, which the read "
+                                      f"text does not hold; the answer is the value of `{other[1]}`")
+    return None
 
 
 def trained_judgement(probability: float, support_threshold: float = 0.5, refute_threshold: float = 0.1) -> Judgement:
