@@ -3,6 +3,7 @@ pairwise loss on hand-computed logits, and the held-out measure against the read
 
 from __future__ import annotations
 
+import json
 import math
 import random
 import sys
@@ -14,6 +15,7 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "training"))
 
 import train_verifier  # noqa: E402
+import verifier_data  # noqa: E402
 from verifier_ranking import pair_loss, pairs, question_batches, within_question  # noqa: E402
 
 
@@ -75,16 +77,12 @@ DATA = ROOT.parent / "shared" / "data" / "squad-train"
                     reason="needs ../shared/data (the training data)")
 @pytest.mark.training
 def test_a_tiny_pairwise_run_records_the_order_within_questions_and_exports(tmp_path):
-    import json
-
     args = ["--tiny", "16", "--v1-questions", "200", "--heldout-questions", "100", "--examples", "96",
             "--batch-size", "16", "--lr", "1e-4", "--eval-every", "100000", "--pairwise", "1.0",
             "--work", str(tmp_path / "work"), "--out", str(tmp_path / "out")]
     assert train_verifier.main(args) == 0
     info = json.loads((tmp_path / "out" / "training.json").read_text())
     assert info["hyperparameters"]["pairwise"] == 1.0
-    import verifier_data
-
     held = verifier_data.read_jsonl(tmp_path / "work" / "candidates-heldout.jsonl")
     mixed = {q for q in {r.qid for r in held}  # held-out questions with a right and a wrong candidate
              if len({r.label for r in held if r.qid == q}) == 2}
