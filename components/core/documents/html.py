@@ -102,7 +102,43 @@ def prune_hidden(tree, min_pt: float = DEFAULT_MIN_PT) -> int:
 
 
 def _flat(el) -> str:
-    return " ".join("".join(el.itertext()).split())
+    """``el``'s text on one line, a space where a block, a cell, a list item or a line break ends another's text
+    (``<td><a>Home</a><br><a>News</a></td>`` reads ``Home News``, never ``HomeNews``); scripts, styles and comments
+    are not text. Inline markup (``<b>``, ``<code>``, ``<a>``) joins as written: ``<code>foo</code>s`` reads ``foos``."""
+    parts: list[str] = []
+
+    def walk(e) -> None:
+        tag = e.tag.lower() if isinstance(e.tag, str) else ""
+        if tag and tag not in _NOT_TEXT:
+            apart = tag in _APART
+            parts.append(" " if apart else "")
+            parts.append(e.text or "")
+            for child in e:
+                walk(child)
+                parts.append(child.tail or "")
+            parts.append(" " if apart else "")
+
+    walk(el)
+    return " ".join("".join(parts).split())
+
+
+def own_rows(table) -> list:
+    """The rows of ``table`` itself (directly, or in its ``thead`` / ``tbody`` / ``tfoot``), never a nested
+    table's: ``table.iter("tr")`` also yields those, and each nested row's text would be written twice."""
+    return [tr for tr in table.iter("tr") if next(tr.iterancestors("table"), None) is table]
+
+
+def row_cells(tr) -> list:
+    return [c for c in tr if isinstance(c.tag, str) and c.tag.lower() in ("td", "th")]
+
+
+def is_layout_table(table) -> bool:
+    """Whether ``table`` lays a page out rather than holding data: it is one cell (a frame), or one of its own cells
+    holds a table, a list, a code block or a quotation — content no data cell holds (a heading may title a group of
+    rows, and stays in its row). Its cells are then read as the page's blocks,
+    never flattened into one table row (an old project page keeps its menu and all of its text in two cells)."""
+    cells = [cell for tr in own_rows(table) for cell in row_cells(tr)]
+    return len(cells) == 1 or any(next(cell.iter(*_LAYOUT_CONTENT), None) is not None for cell in cells)
 
 
 def body_to_markdown(body) -> str:
@@ -139,6 +175,11 @@ _LANDMARKS = '//*[@role="navigation" or @role="banner" or @role="contentinfo" or
 _SKIP = {"script", "style", "noscript", "template", "head", "title", "iframe", "object", "svg", "button", "select"}
 _BLOCK = {"p", "div", "blockquote", "section", "article", "main", "body", "center", "form", "dd", "dt", "dl",
           "figure", "figcaption", "address", "details", "summary", "fieldset", "hr", "br"}
+# what ends a run of text inside a flattened cell or item (trafilatura's own tags among them: lb, item, cell, row)
+_APART = _BLOCK | {"li", "td", "th", "tr", "table", "pre", "ul", "ol", "h1", "h2", "h3", "h4", "h5", "h6", "lb",
+                   "item", "list", "cell", "row", "head", "quote"}
+_NOT_TEXT = {"script", "style", "noscript", "template"}
+_LAYOUT_CONTENT = ("table", "ul", "ol", "dl", "pre", "blockquote", "TABLE", "UL", "OL", "DL", "PRE", "BLOCKQUOTE")
 
 
 def has_boilerplate(tree) -> bool:
@@ -168,8 +209,13 @@ def whole_body_markdown(body) -> str:
                 blocks.append("#" * int(tag[1]) + " " + _flat(el))
         elif tag == "table":
             flush()
-            rows = [r for r in ([_flat(c) for c in tr if isinstance(c.tag, str) and c.tag.lower() in ("td", "th")]
-                                for tr in el.iter("tr")) if any(r)]
+            if is_layout_table(el):  # each cell's content as blocks of the page, cell after cell
+                for tr in own_rows(el):
+                    for cell in row_cells(tr):
+                        walk_children(cell)
+                        flush()
+                return
+            rows = [r for r in ([_flat(c) for c in row_cells(tr)] for tr in own_rows(el)) if any(r)]
             if rows:
                 blocks.append(pipe_table(rows))
         elif tag in ("ul", "ol"):

@@ -246,3 +246,39 @@ def test_a_page_without_boilerplate_is_all_main_content_headings_and_loose_text_
     for frame in ("<NAV><A HREF='/'>Home</A></NAV>", "<DIV ROLE='navigation'>Home</DIV>", "<FOOTER>(c)</FOOTER>"):
         # a page that marks its boilerplate: trafilatura picks the main content (tests above)
         assert has_boilerplate(lxml.html.document_fromstring(MAN_PAGE.replace("<BODY>", "<BODY>" + frame)))
+
+
+OLD_PROJECT_PAGE = """<html><head><title>FAQ</title></head><body>
+<table><tr><td><a href="/">Home</a><br><a href="news.html">News</a></td>
+<td><table><tr><td><h1>The C library</h1></td></tr></table></td></tr></table>
+<table><tr><td><ul><li><a href="intro.html">Introduction</a></li><li><a href="faq.html">FAQ</a></li></ul></td>
+<td><table><tr><td><p>Troubles linking programs?</p><p>The script lib-config prints the flags.</p>
+<pre>lib-config --cflags</pre></td></tr></table></td></tr></table>
+</body></html>"""
+
+
+def test_a_page_laid_out_in_tables_is_read_as_its_blocks_once(tmp_path):
+    """An old project page lays its menu and its text out in nested tables: each nested row was written again by
+    every table around it (five copies of the page) and a cell's links ran together (``HomeNews``); a table whose
+    cells hold a table, a list, a code block or a quotation is read as the page's blocks, each once."""
+    from components.core.documents.html import read_html
+
+    page = tmp_path / "faq.html"
+    page.write_text(OLD_PROJECT_PAGE)
+    text, _, _ = read_html(page, 10**8)
+    assert text == ("Home\n\nNews\n\n# The C library\n\n- Introduction\n- FAQ\n\nTroubles linking programs?\n\n"
+                    "The script lib-config prints the flags.\n\n```\nlib-config --cflags\n```\n")
+
+
+def test_a_data_table_stays_a_table_its_cells_spaced_its_nested_rows_once(tmp_path):
+    """A heading that titles a group of rows keeps the table a table; a line break or a paragraph inside a cell is
+    a space (``Function (name)``, not ``Function(name)``); inline markup joins as written (``<code>foo</code>s``)."""
+    from components.core.documents.html import read_html
+
+    page = tmp_path / "keys.html"
+    page.write_text("<html><body><table><tr><th>Function<br>(name)</th><th>Key</th></tr>"
+                    "<tr><td colspan='2'><h3>Navigation</h3></td></tr>"
+                    "<tr><td><code>NEXT</code>s</td><td><p>SPC</p><p>C-v</p></td></tr>"
+                    "</table></body></html>")
+    text, _, _ = read_html(page, 10**8)
+    assert text == "| Function (name) | Key |\n|---|---|\n| Navigation |  |\n| NEXTs | SPC C-v |\n"
