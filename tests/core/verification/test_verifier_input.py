@@ -84,3 +84,19 @@ def test_a_marked_answer_past_the_token_budget_is_brought_into_view_by_cutting_o
     short = "Policy. The advisory is posted « within 6 hours » of the notice."
     assert answer_in_view(tok, question, short, 192) == short
     assert answer_in_view(tok, question, links, 192) == links  # nothing marked: nothing to keep in view
+
+
+def test_a_term_alone_on_its_line_is_read_with_the_description_after_it():
+    """``-q`` alone says nothing: the verifier reads the description that follows a term that is its whole unit
+    (a definition list's term, an option line), never when the answer is part of a sentence or the next unit is
+    another section's heading."""
+    options = "Options:\n\n-q\n\nQuery only - don't set the clock.\n\n-v\n\nBe verbose."
+    assert verifier_pair("Which flag only queries?", "-q", _evidence(options, "-q", title="ntpdate"))[1] == (
+        "ntpdate. Options: « -q » Query only - don't set the clock.")  # the heading line is its lead-in
+    listed = "Files:\n\n- `colors.xml`\n\nAssociates a colour name with its intensities."
+    assert marked_context(_evidence(listed, "colors.xml"), "colors.xml").endswith(
+        "« colors.xml » ` Associates a colour name with its intensities.")
+    prose = "Use -q to query only. Be verbose with -v."
+    assert marked_context(_evidence(prose, "-q"), "-q") == "Use « -q » to query only."
+    headed = "-q\n\n## Other options\n\nBe verbose."
+    assert marked_context(_evidence(headed, "-q", lead_in_units=0), "-q") == "« -q »"
