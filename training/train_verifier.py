@@ -35,8 +35,6 @@ import train_reader  # noqa: E402
 from train_reader import DATA, check_not_development  # noqa: E402
 from verifier_ranking import pair_loss, question_batches, within_question  # noqa: E402
 
-from components.core.verification.verifier_input import answer_in_view  # noqa: E402
-
 MORE = ROOT.parent / "shared" / "data" / "squad2-more" / "dev-v2.0-29-articles.json"
 
 
@@ -169,9 +167,8 @@ def candidates(args, work: Path, train, held):
 
 
 def encode(tokenizer, rows, max_len: int):
-    """The rows' pairs as the pipeline reads them (``verifier_input.answer_in_view``: the marked answer in view)."""
-    return tokenizer([r.text_a for r in rows], [answer_in_view(tokenizer, r.text_a, r.text_b, max_len) for r in rows],
-                     truncation="only_second", max_length=max_len, padding=True, return_tensors="pt")
+    return tokenizer([r.text_a for r in rows], [r.text_b for r in rows], truncation="only_second",
+                     max_length=max_len, padding=True, return_tensors="pt")
 
 
 def probabilities(model, tokenizer, rows, max_len: int, batch: int = 64) -> list[float]:

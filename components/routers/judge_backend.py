@@ -43,7 +43,7 @@ from components.core.memo import MISSING, Memo
 from components.core.verification.checks import UNSUPPORTED, Evidence
 from components.core.verification.judgements import (Judgement, judge_messages, nli_label_index, parse_judge_reply,
                                                      trained_judgement)
-from components.core.verification.verifier_input import answer_in_view, verifier_pair
+from components.core.verification.verifier_input import verifier_pair
 from components.core.backends.models import (ModelUnavailableError, fallback_label, load_hf_model, resolve_model,
                                              torch_device)
 
@@ -147,9 +147,8 @@ class JudgeBackend:
     def _right_probability(self, text_a: str, text_b: str) -> float:
         import torch
 
-        max_length = min(self.max_length, TRAINED_MAX_LENGTH)
-        text_b = answer_in_view(self._tokenizer, text_a, text_b, max_length)  # the marked answer is always read
-        enc = self._tokenizer(text_a, text_b, truncation="only_second", max_length=max_length,
+        enc = self._tokenizer(text_a, text_b, truncation="only_second",
+                              max_length=min(self.max_length, TRAINED_MAX_LENGTH),
                               return_tensors="pt").to(self._nli_model.device)
         with torch.inference_mode():
             return float(torch.sigmoid(self._nli_model(**enc).logits[0, 0].float()))

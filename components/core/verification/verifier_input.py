@@ -110,27 +110,3 @@ def verifier_pair(question: str, answer_text: str, evidence: Evidence, title: st
     title = evidence.visible.title if title is None else title
     context = marked_context(evidence, answer_text)
     return " ".join(question.split()), (f"{' '.join(title.split())}. {context}" if title else context)
-
-
-def answer_in_view(tokenizer, text_a: str, text_b: str, max_length: int, after: int = 32) -> str:
-    """``text_b`` as the model should read it: the pair is truncated to ``max_length`` tokens from the right, and a
-    long context (a paragraph of URLs, a PDF page without sentence ends) would lose the marked answer itself — the
-    verifier then judges an answer it cannot see (1.7 % of its calls on the held-out real documents, every one
-    refused). When the answer's closing mark would be cut, the context is cut on the left instead, at a word start,
-    so that the mark and up to ``after`` tokens after it are read; otherwise ``text_b`` is returned unchanged.
-    ``tokenizer`` is a Hugging Face fast tokenizer (offsets)."""
-    if CLOSE not in text_b:
-        return text_b
-    close_id = tokenizer.convert_tokens_to_ids(CLOSE)
-    if close_id in tokenizer(text_a, text_b, truncation="only_second", max_length=max_length)["input_ids"]:
-        return text_b
-    question = tokenizer(text_a, add_special_tokens=False, verbose=False)["input_ids"]
-    budget = max_length - len(question) - 3  # [CLS] question [SEP] context [SEP]
-    offsets = tokenizer(text_b, add_special_tokens=False, return_offsets_mapping=True, verbose=False)["offset_mapping"]
-    close_at = text_b.index(CLOSE)
-    mark = next(i for i, (start, _end) in enumerate(offsets) if start >= close_at)
-    last = min(len(offsets), mark + 1 + after)
-    first = max(0, last - budget)
-    while first < mark and offsets[first][0] > 0 and not text_b[offsets[first][0] - 1].isspace():
-        first += 1  # never start inside a word
-    return text_b[offsets[first][0]:]

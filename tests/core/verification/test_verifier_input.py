@@ -58,34 +58,6 @@ def test_a_row_whose_cells_do_not_match_its_header_is_read_as_a_line():
     assert marked_context(ev, "Timed out") == "| Code | Meaning | | ERR-7 | « Timed out » | extra |"
 
 
-def _tokenizer():
-    import transformers
-
-    from components.core.backends.models import resolve_model
-
-    return transformers.AutoTokenizer.from_pretrained(resolve_model("sentence-transformers/all-MiniLM-L6-v2").path)
-
-
-def test_a_marked_answer_past_the_token_budget_is_brought_into_view_by_cutting_on_the_left():
-    """A paragraph of links pushes the mark past the 192 tokens the verifier reads: the context is cut on the left
-    at a word start, so the mark and the words after it are read; a pair that fits is left as it is."""
-    from components.core.verification.verifier_input import CLOSE, answer_in_view
-
-    tok = _tokenizer()
-    question = "How quickly is the advisory posted?"
-    links = " ".join(f"[list {i}](https://groups.example.org/forum/#!forum/golang-{i})" for i in range(40))
-    text_b = f"Policy. Announcements go to {links}. The advisory is posted « within 6 hours » of the notice, always."
-    assert tok.convert_tokens_to_ids(CLOSE) not in tok(question, text_b, truncation="only_second", max_length=192)["input_ids"]
-    cut = answer_in_view(tok, question, text_b, 192)
-    assert text_b.endswith(cut) and cut != text_b and text_b[len(text_b) - len(cut) - 1] == " "
-    ids = tok(question, cut, truncation="only_second", max_length=192)["input_ids"]
-    assert len(ids) <= 192 and tok.convert_tokens_to_ids(CLOSE) in ids
-    assert tok.decode(ids).endswith("of the notice, always. [SEP]")  # the words after the answer are read too
-    short = "Policy. The advisory is posted « within 6 hours » of the notice."
-    assert answer_in_view(tok, question, short, 192) == short
-    assert answer_in_view(tok, question, links, 192) == links  # nothing marked: nothing to keep in view
-
-
 def test_a_term_alone_on_its_line_is_read_with_the_description_after_it():
     """``-q`` alone says nothing: the verifier reads the description that follows a term that is its whole unit
     (a definition list's term, an option line), never when the answer is part of a sentence or the next unit is
