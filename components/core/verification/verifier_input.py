@@ -14,8 +14,6 @@ Example::
 
 from __future__ import annotations
 
-import re
-
 from components.core.reading.keyed_lookup import row_cells
 from components.core.text.splitting import TABLE
 from components.core.verification.checks import Evidence
@@ -81,27 +79,7 @@ def marked_context(evidence: Evidence, answer_text: str) -> str:
     before = " ".join(vis.slice(start, span[0]).split())
     inside = " ".join(vis.slice(*span).split())
     after = " ".join(vis.slice(span[1], end).split())
-    return " ".join(part for part in (lead, before, OPEN, inside, CLOSE, after, term_description(evidence)) if part)
-
-
-_MARKUP = re.compile(r"[\s\-*\u2022:`'\".,;()]+")  # list markers, emphasis, code ticks, punctuation
-
-
-def term_description(evidence: Evidence) -> str:
-    """The unit after the answer when the answer is the whole of its unit — a term on its own line (``-q``,
-    ``colors.xml``, an option or a key of a definition list) says nothing by itself; the description after it is what
-    supports it (``« -q » Query only - don't set the clock.``). Empty otherwise, and when the next unit is a heading
-    (another entry's title) or there is none in the read text."""
-    span, vis = evidence.answer, evidence.visible
-    if span is None or len(evidence.units) != 1:
-        return ""
-    unit = evidence.units[0]
-    if _MARKUP.sub("", vis.slice(unit.start, span[0]) + vis.slice(span[1], unit.end)):
-        return ""
-    i = vis.units.index(unit) + 1
-    if i >= len(vis.units) or vis.unit_blocks[i] in vis.headings:
-        return ""
-    return _flat(vis.slice(vis.units[i].start, vis.units[i].end))
+    return " ".join(part for part in (lead, before, OPEN, inside, CLOSE, after) if part)
 
 
 def verifier_pair(question: str, answer_text: str, evidence: Evidence, title: str | None = None) -> tuple[str, str]:

@@ -56,19 +56,3 @@ def test_a_row_whose_cells_do_not_match_its_header_is_read_as_a_line():
     text = "| Code | Meaning |\n|---|---|\n| ERR-7 | Timed out | extra |\n"
     ev = _evidence(text, "Timed out", title="")
     assert marked_context(ev, "Timed out") == "| Code | Meaning | | ERR-7 | « Timed out » | extra |"
-
-
-def test_a_term_alone_on_its_line_is_read_with_the_description_after_it():
-    """``-q`` alone says nothing: the verifier reads the description that follows a term that is its whole unit
-    (a definition list's term, an option line), never when the answer is part of a sentence or the next unit is
-    another section's heading."""
-    options = "Options:\n\n-q\n\nQuery only - don't set the clock.\n\n-v\n\nBe verbose."
-    assert verifier_pair("Which flag only queries?", "-q", _evidence(options, "-q", title="ntpdate"))[1] == (
-        "ntpdate. Options: « -q » Query only - don't set the clock.")  # the heading line is its lead-in
-    listed = "Files:\n\n- `colors.xml`\n\nAssociates a colour name with its intensities."
-    assert marked_context(_evidence(listed, "colors.xml"), "colors.xml").endswith(
-        "« colors.xml » ` Associates a colour name with its intensities.")
-    prose = "Use -q to query only. Be verbose with -v."
-    assert marked_context(_evidence(prose, "-q"), "-q") == "Use « -q » to query only."
-    headed = "-q\n\n## Other options\n\nBe verbose."
-    assert marked_context(_evidence(headed, "-q", lead_in_units=0), "-q") == "« -q »"
