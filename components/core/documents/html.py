@@ -104,7 +104,8 @@ def prune_hidden(tree, min_pt: float = DEFAULT_MIN_PT) -> int:
 def _flat(el) -> str:
     """``el``'s text on one line, a space where a block, a cell, a list item or a line break ends another's text
     (``<td><a>Home</a><br><a>News</a></td>`` reads ``Home News``, never ``HomeNews``); scripts, styles and comments
-    are not text. Inline markup (``<b>``, ``<code>``, ``<a>``) joins as written: ``<code>foo</code>s`` reads ``foos``."""
+    are not text. Inline markup (``<b>``, ``<code>``, ``<a>``) joins as written: ``<code>foo</code>s`` reads
+    ``foos``."""
     parts: list[str] = []
 
     def walk(e) -> None:
@@ -135,8 +136,8 @@ def row_cells(tr) -> list:
 def is_layout_table(table) -> bool:
     """Whether ``table`` lays a page out rather than holding data: it is one cell (a frame), or one of its own cells
     holds a table, a list, a code block or a quotation — content no data cell holds (a heading may title a group of
-    rows, and stays in its row). Its cells are then read as the page's blocks,
-    never flattened into one table row (an old project page keeps its menu and all of its text in two cells)."""
+    rows, and stays in its row). Its cells are then read as the page's blocks, never flattened into one table row
+    (an old project page keeps its menu and all of its text in two cells)."""
     cells = [cell for tr in own_rows(table) for cell in row_cells(tr)]
     return len(cells) == 1 or any(next(cell.iter(*_LAYOUT_CONTENT), None) is not None for cell in cells)
 
