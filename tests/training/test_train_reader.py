@@ -117,6 +117,7 @@ def test_a_tiny_run_lowers_its_loss_resumes_and_exports(tmp_path):
         train_reader.main(["--examples", "16", "--init", str(out), "--distil", str(other), *stage2])
 
 
+@needs_data
 def test_a_paused_run_checkpoints_without_exporting_and_resumes_where_it_stopped(tmp_path, capsys):
     out, work = tmp_path / "model", tmp_path / "work"
     common = ["--examples", "160", "--tiny", "12", "--eval-questions", "4", "--eval-every", "10000", "--batch-size",
