@@ -270,7 +270,7 @@ def test_a_page_laid_out_in_tables_is_read_as_its_blocks_once(tmp_path):
                     "The script lib-config prints the flags.\n\n```\nlib-config --cflags\n```\n")
 
 
-def test_a_data_table_stays_a_table_its_cells_spaced_its_nested_rows_once(tmp_path):
+def test_a_data_table_stays_a_table_its_cells_spaced(tmp_path):
     """A heading that titles a group of rows keeps the table a table; a line break or a paragraph inside a cell is
     a space (``Function (name)``, not ``Function(name)``); inline markup joins as written (``<code>foo</code>s``)."""
     from components.core.documents.html import read_html
