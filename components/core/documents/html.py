@@ -109,7 +109,7 @@ def _flat(el) -> str:
     parts: list[str] = []
 
     def walk(e) -> None:
-        tag = e.tag.lower() if isinstance(e.tag, str) else ""
+        tag = _tag(e)
         if tag and tag not in _NOT_TEXT:
             apart = tag in _APART
             parts.append(" " if apart else "")
@@ -129,8 +129,14 @@ def own_rows(table) -> list:
     return [tr for tr in table.iter("tr") if next(tr.iterancestors("table"), None) is table]
 
 
+def _tag(el) -> str:
+    """``el``'s tag in lower case; "" for a comment or a processing instruction."""
+    return el.tag.lower() if isinstance(el.tag, str) else ""
+
+
 def row_cells(tr) -> list:
-    return [c for c in tr if isinstance(c.tag, str) and c.tag.lower() in ("td", "th")]
+    """The ``td`` / ``th`` cells of row ``tr``."""
+    return [c for c in tr if _tag(c) in ("td", "th")]
 
 
 def is_layout_table(table) -> bool:
@@ -139,7 +145,7 @@ def is_layout_table(table) -> bool:
     rows, and stays in its row). Its cells are then read as the page's blocks, never flattened into one table row
     (an old project page keeps its menu and all of its text in two cells)."""
     cells = [cell for tr in own_rows(table) for cell in row_cells(tr)]
-    return len(cells) == 1 or any(next(cell.iter(*_LAYOUT_CONTENT), None) is not None for cell in cells)
+    return len(cells) == 1 or any(_tag(inner) in _LAYOUT_CONTENT for cell in cells for inner in cell.iterdescendants())
 
 
 def body_to_markdown(body) -> str:
@@ -180,7 +186,7 @@ _BLOCK = {"p", "div", "blockquote", "section", "article", "main", "body", "cente
 _APART = _BLOCK | {"li", "td", "th", "tr", "table", "pre", "ul", "ol", "h1", "h2", "h3", "h4", "h5", "h6", "lb",
                    "item", "list", "cell", "row", "head", "quote"}
 _NOT_TEXT = {"script", "style", "noscript", "template"}
-_LAYOUT_CONTENT = ("table", "ul", "ol", "dl", "pre", "blockquote", "TABLE", "UL", "OL", "DL", "PRE", "BLOCKQUOTE")
+_LAYOUT_CONTENT = {"table", "ul", "ol", "dl", "pre", "blockquote"}
 
 
 def has_boilerplate(tree) -> bool:
